@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Body of `npm test`: type-check, start a real Redis and Kafka on test ports, run every mocha spec,
+# stop the engines this run started. Extra arguments go to mocha (e.g. --grep).
+# Test ports differ from the defaults so a developer's own servers don't collide:
+#   TEST_REDIS_PORT (default 6390), TEST_KAFKA_PORT (default 19092; its controller uses +1).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+export REDIS_PORT="${TEST_REDIS_PORT:-6390}"
+export KAFKA_PORT="${TEST_KAFKA_PORT:-19092}"
+
+npx tsc --noEmit
+
+# One run at a time per port pair: a second run would share, then lose, the first run's engines.
+mkdir -p .cache/run
+exec 9>".cache/run/test-$REDIS_PORT-$KAFKA_PORT.lock"
+flock -n 9 || { echo "test.sh: waiting for another test run on these ports" >&2; flock 9; }
+
+# Engines already running from an earlier `scripts/*.sh start` are reused and left running.
+started=()
+stop_started() {
+  local engine
+  for engine in "${started[@]}"; do bash "scripts/$engine.sh" stop || true; done
+}
+trap stop_started EXIT
+for engine in redis kafka; do
+  if ! bash "scripts/$engine.sh" status >/dev/null; then
+    started=("$engine" "${started[@]}")
+    # 9>&- keeps the lock out of the engine: a leftover engine must not block later runs.
+    bash "scripts/$engine.sh" start 9>&-
+  fi
+done
+
+export REDIS_URL="redis://127.0.0.1:$REDIS_PORT"
+export KAFKA_BROKERS="127.0.0.1:$KAFKA_PORT"
+# The glob is explicit so the run stays whole even if .mocharc.json drops its "spec".
+npx mocha 'test/**/*.spec.ts' "$@"

@@ -1,0 +1,39 @@
+// What every feature is built from. The composition root (src/service.ts) makes one Core, choosing
+// the adapters from configuration; features see only ports.
+import type { WorkspaceDirectory } from '../../projections/workspace-directory.js';
+import type { Config } from '../config/config.js';
+import type { EventLog } from '../log/event-log.js';
+import type { MicrosClock } from '../log/clock.js';
+import type { RateLimiter } from '../ratelimit/rate-limiter.js';
+import type { IdSource } from '../shared/ids.js';
+import type { Notifier } from '../updates/notifier.js';
+import type { RouteModule } from '../http/app.js';
+import type { CommandHandler } from './command-handler.js';
+import type { WorkspaceCommands } from './workspaces.js';
+
+export interface Core {
+  readonly config: Config;
+  readonly log: EventLog;
+  /** Microseconds since the epoch; offsets and timestamps come from it. */
+  readonly clock: MicrosClock;
+  readonly newId: IdSource;
+  readonly handle: CommandHandler;
+  readonly directory: WorkspaceDirectory;
+  /** Resolves once the workspace directory has applied the event at `position`. */
+  readonly directorySettled: (position: number) => Promise<void>;
+  readonly workspaces: WorkspaceCommands;
+  readonly notifier: Notifier;
+  readonly rateLimiter: RateLimiter;
+}
+
+/** A slice of the service: its routes and the background work it starts and stops. */
+export interface Feature {
+  readonly name: string;
+  readonly routes?: RouteModule;
+  start?(): Promise<void>;
+  /** Called on shutdown before the HTTP server closes (e.g. to answer pending long polls). */
+  drain?(): Promise<void>;
+  stop?(): Promise<void>;
+}
+
+export type FeatureFactory = (core: Core) => Feature;

@@ -1,0 +1,185 @@
+// Configuration from the environment, parsed and checked once at start-up. A bad value stops
+// start-up with a message naming the variable. Every variable is listed in the README.
+import { isIP } from 'node:net';
+import * as path from 'node:path';
+
+export type Role = 'all' | 'api' | 'relay' | 'dispatcher';
+
+export interface Config {
+  readonly role: Role;
+  readonly port: number;
+  readonly host: string;
+  readonly dataDir: string;
+  readonly adminToken: string | null;
+  readonly eventstoreUrl: string | null;
+  readonly redisUrl: string | null;
+  readonly kafkaBrokers: readonly string[] | null;
+  readonly kafkaTopic: string;
+  readonly kafkaGroup: string;
+  readonly maintenanceMode: boolean;
+  readonly trustProxy: boolean;
+  readonly bodyLimitBytes: number;
+  readonly rateLimit: { readonly perKey: number; readonly perIp: number; readonly windowMs: number };
+  readonly mediaMaxBytes: number;
+  readonly plans: Readonly<Record<string, PlanLimits>>;
+  readonly defaultPlan: string;
+  readonly webhooks: {
+    readonly retryDelaysMs: readonly number[];
+    readonly timeoutMs: number;
+    readonly allowedNetworks: readonly string[];
+    readonly maxInFlight: number;
+    readonly maxInFlightPerSubscription: number;
+    readonly secretKey: string | null;
+  };
+}
+
+export interface PlanLimits {
+  readonly ticketsPerMonth: number;
+  readonly knowledgeBase: boolean;
+}
+
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    message: string,
+  ) {
+    super(`${variable}: ${message}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+const present = (env: Env, name: string): string | undefined => {
+  const value = env[name];
+  return value === undefined || value.trim() === '' ? undefined : value.trim();
+};
+
+const integer = (env: Env, name: string, fallback: number, min: number, max: number): number => {
+  const raw = present(env, name);
+  if (raw === undefined) return fallback;
+  const n = Number(raw);
+  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(n) || n < min || n > max) {
+    throw new ConfigError(name, `expected an integer from ${min} to ${max}, got "${raw}"`);
+  }
+  return n;
+};
+
+const boolean = (env: Env, name: string, fallback: boolean): boolean => {
+  const raw = present(env, name)?.toLowerCase();
+  if (raw === undefined) return fallback;
+  if (['1', 'true', 'yes', 'on'].includes(raw)) return true;
+  if (['0', 'false', 'no', 'off'].includes(raw)) return false;
+  throw new ConfigError(name, `expected true or false, got "${raw}"`);
+};
+
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/** "30s" → 30000; units ms, s, m, h. */
+export const parseDuration = (name: string, raw: string): number => {
+  const match = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/.exec(raw.trim());
+  const unit = match?.[2];
+  if (match === null || unit === undefined) throw new ConfigError(name, `"${raw}" is not a duration like 500ms, 30s, 2m or 1h`);
+  return Math.round(Number(match[1]) * (UNIT_MS[unit] ?? 1));
+};
+
+const durations = (env: Env, name: string, fallback: string, count: number): number[] => {
+  const raw = present(env, name) ?? fallback;
+  const parts = raw.split(',').map((p) => p.trim());
+  if (parts.length !== count) throw new ConfigError(name, `expected ${count} comma-separated durations, got ${parts.length}`);
+  return parts.map((p) => parseDuration(name, p));
+};
+
+const CIDR = /^(.+)\/(\d{1,3})$/;
+
+const cidrList = (env: Env, name: string): string[] => {
+  const raw = present(env, name);
+  if (raw === undefined) return [];
+  return raw.split(',').map((entry) => {
+    const cidr = entry.trim();
+    const match = CIDR.exec(cidr);
+    const family = match?.[1] === undefined ? 0 : isIP(match[1]);
+    const bits = Number(match?.[2]);
+    if (family === 0 || bits > (family === 4 ? 32 : 128)) throw new ConfigError(name, `"${cidr}" is not a CIDR block like 127.0.0.0/8`);
+    return cidr;
+  });
+};
+
+const url = (env: Env, name: string, protocols: readonly string[]): string | null => {
+  const raw = present(env, name);
+  if (raw === undefined) return null;
+  try {
+    const parsed = new URL(raw);
+    if (!protocols.includes(parsed.protocol)) throw new Error();
+  } catch {
+    throw new ConfigError(name, `expected a URL with scheme ${protocols.join(' or ')}, got "${raw}"`);
+  }
+  return raw;
+};
+
+const brokers = (env: Env, name: string): string[] | null => {
+  const raw = present(env, name);
+  if (raw === undefined) return null;
+  return raw.split(',').map((b) => {
+    const broker = b.trim();
+    if (!/^[\w.-]+:\d{1,5}$/.test(broker)) throw new ConfigError(name, `"${broker}" is not host:port`);
+    return broker;
+  });
+};
+
+const DEFAULT_PLANS = 'free:100:false,team:5000:true,business:100000:true';
+
+/** PLANS="name:tickets_per_month:knowledge_base,…"; the first plan is the entry plan. */
+const plans = (env: Env, name: string): Record<string, PlanLimits> => {
+  const raw = present(env, name) ?? DEFAULT_PLANS;
+  const result: Record<string, PlanLimits> = {};
+  for (const entry of raw.split(',')) {
+    const match = /^([a-z][a-z0-9_-]*):(\d+):(true|false)$/.exec(entry.trim());
+    if (match === null) throw new ConfigError(name, `"${entry}" is not name:tickets_per_month:true|false`);
+    result[match[1] as string] = { ticketsPerMonth: Number(match[2]), knowledgeBase: match[3] === 'true' };
+  }
+  return result;
+};
+
+const ROLES: readonly Role[] = ['all', 'api', 'relay', 'dispatcher'];
+
+export const loadConfig = (env: Env = process.env): Config => {
+  const role = (present(env, 'ROLE') ?? 'all') as Role;
+  if (!ROLES.includes(role)) throw new ConfigError('ROLE', `expected one of ${ROLES.join(', ')}, got "${role}"`);
+  const planTable = plans(env, 'PLANS');
+  const secretKey = present(env, 'WEBHOOK_SECRET_KEY') ?? null;
+  if (secretKey !== null && !/^[0-9a-f]{64}$/i.test(secretKey)) {
+    throw new ConfigError('WEBHOOK_SECRET_KEY', 'expected 64 hex characters (a 256-bit key)');
+  }
+  return {
+    role,
+    port: integer(env, 'PORT', 8080, 0, 65535),
+    host: present(env, 'HOST') ?? '0.0.0.0',
+    dataDir: path.resolve(present(env, 'DATA_DIR') ?? './data'),
+    adminToken: present(env, 'ADMIN_TOKEN') ?? null,
+    eventstoreUrl: url(env, 'EVENTSTORE_URL', ['esdb:', 'esdb+discover:']),
+    redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
+    kafkaBrokers: brokers(env, 'KAFKA_BROKERS'),
+    kafkaTopic: present(env, 'KAFKA_TOPIC') ?? 'support-events',
+    kafkaGroup: present(env, 'KAFKA_GROUP') ?? 'webhook-dispatchers',
+    maintenanceMode: boolean(env, 'MAINTENANCE_MODE', false),
+    trustProxy: boolean(env, 'TRUST_PROXY', false),
+    bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 1_048_576, 1024, 104_857_600),
+    rateLimit: {
+      perKey: integer(env, 'RATE_LIMIT_PER_KEY', 20_000, 1, 1_000_000_000),
+      perIp: integer(env, 'RATE_LIMIT_PER_IP', 1_000, 1, 1_000_000_000),
+      windowMs: integer(env, 'RATE_LIMIT_WINDOW_MS', 60_000, 1, 86_400_000),
+    },
+    mediaMaxBytes: integer(env, 'MEDIA_MAX_BYTES', 200 * 1024 * 1024, 1, 10 * 1024 ** 3),
+    plans: planTable,
+    defaultPlan: Object.keys(planTable)[0] as string,
+    webhooks: {
+      retryDelaysMs: durations(env, 'WEBHOOK_RETRY_DELAYS', '30s,2m,10m,1h,6h', 5),
+      timeoutMs: integer(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 1, 600_000),
+      allowedNetworks: cidrList(env, 'WEBHOOK_ALLOWED_NETWORKS'),
+      maxInFlight: integer(env, 'WEBHOOK_MAX_IN_FLIGHT', 256, 1, 100_000),
+      maxInFlightPerSubscription: integer(env, 'WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION', 16, 1, 10_000),
+      secretKey,
+    },
+  };
+};

@@ -1,0 +1,58 @@
+// The event envelope every delivery and every /updates item carries (spec "Event envelope").
+// One pure function builds it from a recorded event, so webhooks and /updates carry the same bytes.
+import type { JsonObject, RecordedEvent } from '../log/event-log.js';
+
+export interface Envelope {
+  readonly id: string;
+  readonly type: string;
+  readonly timestamp: string;
+  readonly workspace_id: string;
+  readonly data: JsonObject;
+  readonly _links: Readonly<Record<string, string>>;
+}
+
+const pad = (n: number, width: number): string => String(n).padStart(width, '0');
+
+/** ISO 8601 with microseconds and an explicit UTC offset: 2026-11-21T22:47:15.123456+00:00. */
+export const isoMicros = (micros: number): string => {
+  const millis = Math.floor(micros / 1000);
+  const iso = new Date(millis).toISOString(); // 2026-11-21T22:47:15.123Z
+  return `${iso.slice(0, 19)}.${pad(((micros % 1_000_000) + 1_000_000) % 1_000_000, 6)}+00:00`;
+};
+
+/** ISO 8601 without a UTC offset, as the spec shows `created_at` of subscriptions. */
+export const isoLocal = (millis: number): string => new Date(millis).toISOString().slice(0, 23);
+
+const text = (value: unknown): string | null => (typeof value === 'string' && value !== '' ? value : null);
+
+/** `_links` by the spec's rules: relative GET addresses to existing endpoints only. */
+export const linksFor = (type: string, data: JsonObject): Record<string, string> => {
+  if (type.startsWith('ticket.') || type.startsWith('message.')) {
+    const ticketId = text(data['ticket_id']);
+    if (ticketId === null) return {};
+    const base = `/api/v1/tickets/${encodeURIComponent(ticketId)}`;
+    return { ticket: base, messages: `${base}/messages` };
+  }
+  if (type.startsWith('contact.')) {
+    const contactId = text(data['id']);
+    if (contactId === null) return {};
+    const id = encodeURIComponent(contactId);
+    return { contact: `/api/v1/contacts/${id}`, tickets: `/api/v1/tickets?contact_id=${id}` };
+  }
+  return {};
+};
+
+export const envelopeOf = (fields: { id: string; type: string; micros: number; workspaceId: string; data: JsonObject }): Envelope => ({
+  id: fields.id,
+  type: fields.type,
+  timestamp: isoMicros(fields.micros),
+  workspace_id: fields.workspaceId,
+  data: fields.data,
+  _links: linksFor(fields.type, fields.data),
+});
+
+/** The envelope of a sequenced public event; its timestamp is its offset. */
+export const toEnvelope = (record: RecordedEvent): Envelope => {
+  if (record.offset === null) throw new Error(`event ${record.id} has no offset: not a sequenced public event`);
+  return envelopeOf({ id: record.id, type: record.type, micros: record.offset, workspaceId: record.workspaceId, data: record.data });
+};

@@ -1,0 +1,12 @@
+// What the middleware chain puts on ctx.state for the routes.
+import type Koa from 'koa';
+import type { WorkspaceRow } from '../../projections/workspace-directory.js';
+
+export interface ApiState {
+  requestId: string;
+  /** Set by the auth middleware on /api/v1 routes. */
+  workspace: WorkspaceRow;
+  keyId: string;
+}
+
+export type ApiContext = Koa.ParameterizedContext<ApiState>;

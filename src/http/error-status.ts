@@ -1,0 +1,27 @@
+// One table from error_code to HTTP status (spec "Status codes"); exhaustive by type.
+import type { ErrorCode } from '../domain/errors.js';
+
+const STATUS: Record<ErrorCode, number> = {
+  TICKET_NOT_FOUND: 404,
+  CONTACT_NOT_FOUND: 404,
+  MESSAGE_NOT_FOUND: 404,
+  ARTICLE_NOT_FOUND: 404,
+  WORKSPACE_NOT_FOUND: 404,
+  OPERATOR_NOT_FOUND: 404,
+  WEBHOOK_NOT_FOUND: 404,
+  TICKET_ALREADY_CLOSED: 409,
+  CONFLICT: 409,
+  TICKET_INVALID_STATUS_TRANSITION: 422,
+  MESSAGE_EMPTY: 422,
+  VALIDATION_ERROR: 422,
+  TICKET_LIMIT_REACHED: 403,
+  CONTACT_BLOCKED: 403,
+  PLAN_FEATURE_UNAVAILABLE: 403,
+  RATE_LIMIT_EXCEEDED: 429,
+  MEDIA_TOO_LARGE: 413,
+  MEDIA_UPLOAD_FAILED: 502,
+  MAINTENANCE_MODE: 503,
+  INTERNAL_ERROR: 500,
+};
+
+export const statusOf = (code: ErrorCode): number => STATUS[code];

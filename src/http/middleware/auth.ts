@@ -1,0 +1,63 @@
+// Authentication and rate limiting of /api/v1 (spec "Authentication" and "Limits"). A request with
+// a working key counts against that key's bucket; every other request counts against its client IP,
+// and so does a key's first request in this process, before the key is verified.
+import type Koa from 'koa';
+import type { WorkspaceDirectory } from '../../../projections/workspace-directory.js';
+import { hashApiKey } from '../../app/workspaces.js';
+import { domainError } from '../../domain/errors.js';
+import type { RateLimiter } from '../../ratelimit/rate-limiter.js';
+import { business, short } from '../api-error.js';
+import type { ApiState } from '../context.js';
+
+export interface AuthOptions {
+  readonly directory: WorkspaceDirectory;
+  readonly rateLimiter: RateLimiter;
+  readonly limits: { readonly perKey: number; readonly perIp: number };
+}
+
+const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
+const CHALLENGE = { 'WWW-Authenticate': 'Bearer' };
+
+export const authenticate = (options: AuthOptions): Koa.Middleware<ApiState> => {
+  const verifiedInThisProcess = new Set<string>();
+  let limiterDown = false;
+
+  const count = async (bucket: string, limit: number) => {
+    let decision;
+    try {
+      decision = await options.rateLimiter.hit(bucket, limit);
+      limiterDown = false;
+    } catch (error) {
+      // The spec: when the counter store is unavailable, requests are not limited.
+      if (!limiterDown) console.warn('rate limiter unavailable, requests are not limited:', (error as Error).message);
+      limiterDown = true;
+      return;
+    }
+    if (!decision.allowed) {
+      throw business(domainError('RATE_LIMIT_EXCEEDED', 'Rate limit exceeded; retry after the window opens', { retry_after: decision.retryAfterSeconds }), {
+        'Retry-After': String(decision.retryAfterSeconds),
+      });
+    }
+  };
+
+  return async (ctx, next) => {
+    const key = BEARER.exec(ctx.get('Authorization'))?.[1];
+    const hash = key === undefined ? undefined : hashApiKey(key);
+    const owner = hash === undefined ? undefined : options.directory.ownerOfKey(hash);
+    const working = owner !== undefined && owner.status === 'active' && !owner.workspace.blocked;
+
+    if (working && hash !== undefined && verifiedInThisProcess.has(hash)) {
+      await count(`key:${owner.keyId}`, options.limits.perKey);
+    } else {
+      await count(`ip:${ctx.ip}`, options.limits.perIp);
+    }
+    if (!working) {
+      const reason = key === undefined ? 'Missing or malformed Authorization header' : 'Invalid API key';
+      throw short(401, reason, CHALLENGE);
+    }
+    verifiedInThisProcess.add(hash as string);
+    ctx.state.workspace = owner.workspace;
+    ctx.state.keyId = owner.keyId;
+    await next();
+  };
+};

@@ -1,0 +1,46 @@
+// The one place that renders errors in the contract's three body formats. Bugs become a 500 in the
+// business envelope; their stack goes to the log, never to the client.
+import type Koa from 'koa';
+import { ApiFailure, type ApiError } from '../api-error.js';
+
+const bodyOf = (error: ApiError, requestId: string): { status: number; body: unknown } => {
+  switch (error.kind) {
+    case 'business':
+      return { status: error.status, body: { error_code: error.code, error_message: error.message, detail: error.detail, request_id: requestId } };
+    case 'short':
+      return { status: error.status, body: { detail: error.detail } };
+    case 'validation':
+      return { status: 422, body: { detail: error.problems } };
+  }
+};
+
+/** Failures raised by koa-body and koa itself (malformed JSON, oversize bodies, bad encodings). */
+const fromHttpError = (error: { status?: unknown; type?: unknown; message?: unknown; expose?: unknown }): ApiError | null => {
+  const status = typeof error.status === 'number' ? error.status : 0;
+  if (status < 400 || status >= 500) return null;
+  if (error.type === 'entity.parse.failed' || (status === 400 && /json|unexpected|parse/i.test(String(error.message)))) {
+    return { kind: 'validation', problems: [{ type: 'json_invalid', loc: ['body'], msg: 'Body is not valid JSON' }] };
+  }
+  if (status === 413) return { kind: 'short', status, detail: 'Request body too large' };
+  if (status === 415) return { kind: 'short', status, detail: 'Unsupported content type or encoding' };
+  return { kind: 'short', status, detail: error.expose === true ? String(error.message) : 'Bad request' };
+};
+
+export const errors = (): Koa.Middleware => async (ctx, next) => {
+  try {
+    await next();
+  } catch (caught) {
+    const failure = caught instanceof ApiFailure ? caught : null;
+    const apiError = failure?.error ?? fromHttpError(caught as Record<string, unknown>);
+    if (apiError === null) {
+      console.error(`request ${String(ctx.state.requestId)} ${ctx.method} ${ctx.path} failed:`, caught);
+    }
+    const { status, body } = bodyOf(
+      apiError ?? { kind: 'business', status: 500, code: 'INTERNAL_ERROR', message: 'Internal server error', detail: null },
+      String(ctx.state.requestId),
+    );
+    ctx.status = status;
+    ctx.body = body;
+    for (const [name, value] of Object.entries(failure?.headers ?? {})) ctx.set(name, value);
+  }
+};

@@ -1,0 +1,120 @@
+// The composition root: the only module that knows which adapter runs behind each port.
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import { createWorkspaceDirectory } from '../projections/workspace-directory.js';
+import { createCommandHandler } from './app/command-handler.js';
+import type { Core, Feature, FeatureFactory } from './app/core.js';
+import { createProjectionRunner } from './app/projection-runner.js';
+import { createWorkspaceCommands } from './app/workspaces.js';
+import type { Config } from './config/config.js';
+import { isoMicros } from './domain/envelope.js';
+import { createHttpApp } from './http/app.js';
+import { adminRoutes } from './http/routes/admin.js';
+import { systemMicros, type MicrosClock } from './log/clock.js';
+import type { EventLog } from './log/event-log.js';
+import { openSqliteLog } from './log/sqlite.js';
+import { createMemoryRateLimiter } from './ratelimit/memory.js';
+import { randomId } from './shared/ids.js';
+import { createMemoryNotifier } from './updates/memory.js';
+
+export interface Service {
+  readonly core: Core;
+  /** Base URL of the listening server, e.g. http://127.0.0.1:8080. */
+  readonly url: string;
+  readonly server: Server;
+  /** The first workspace's API key when this start created it (shown once), else null. */
+  readonly firstApiKey: { readonly workspaceId: string; readonly apiKey: string } | null;
+  close(): Promise<void>;
+}
+
+export interface ServiceOptions {
+  readonly clock?: MicrosClock;
+  /** Create a first workspace when the log has none (npm start does; tests usually use the admin API). */
+  readonly bootstrapWorkspace?: boolean;
+}
+
+export const FEATURES: readonly FeatureFactory[] = [];
+
+const openLog = (config: Config, clock: MicrosClock): EventLog => {
+  fs.mkdirSync(config.dataDir, { recursive: true });
+  return openSqliteLog({ file: path.join(config.dataDir, 'events.sqlite'), clock });
+};
+
+export const startService = async (config: Config, options: ServiceOptions = {}): Promise<Service> => {
+  const clock = options.clock ?? systemMicros;
+  const log = openLog(config, clock);
+  const handle = createCommandHandler(log, randomId);
+  const directory = createWorkspaceDirectory();
+  const directoryRunner = createProjectionRunner(log, { name: 'workspace-directory', types: directory.types, checkpoint: () => 0, apply: directory.apply });
+  const workspaces = createWorkspaceCommands(handle, randomId, () => isoMicros(clock()));
+  const core: Core = {
+    config,
+    log,
+    clock,
+    newId: randomId,
+    handle,
+    directory,
+    directorySettled: directoryRunner.waitFor,
+    workspaces,
+    notifier: createMemoryNotifier(),
+    rateLimiter: createMemoryRateLimiter({ windowMs: config.rateLimit.windowMs }),
+  };
+  const features: Feature[] = FEATURES.map((make) => make(core));
+
+  await directoryRunner.start();
+  await directoryRunner.waitFor(await log.headPosition());
+  for (const feature of features) await feature.start?.();
+
+  let firstApiKey: Service['firstApiKey'] = null;
+  if (options.bootstrapWorkspace === true && directory.count() === 0) {
+    const created = await workspaces.create('Default workspace', config.defaultPlan);
+    await directoryRunner.waitFor(created.position);
+    firstApiKey = { workspaceId: created.workspaceId, apiKey: created.apiKey };
+  }
+
+  const app = createHttpApp({
+    directory,
+    rateLimiter: core.rateLimiter,
+    limits: config.rateLimit,
+    adminToken: config.adminToken,
+    maintenanceMode: () => config.maintenanceMode,
+    trustProxy: config.trustProxy,
+    bodyLimitBytes: config.bodyLimitBytes,
+    modules: [
+      adminRoutes({ workspaces, planNames: Object.keys(config.plans), defaultPlan: config.defaultPlan, settled: directoryRunner.waitFor }),
+      ...features.flatMap((f) => (f.routes === undefined ? [] : [f.routes])),
+    ],
+  });
+  const server = app.listen(config.port, config.host);
+  await new Promise<void>((resolve, reject) => {
+    server.once('listening', resolve);
+    server.once('error', reject);
+  });
+  server.keepAliveTimeout = 65_000;
+  const address = server.address() as AddressInfo;
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+
+  let closing: Promise<void> | null = null;
+  const close = async () => {
+    for (const feature of features) await feature.drain?.();
+    await new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeIdleConnections();
+    });
+    for (const feature of [...features].reverse()) await feature.stop?.();
+    await directoryRunner.stop();
+    await core.notifier.close();
+    await core.rateLimiter.close();
+    await log.close();
+  };
+
+  return {
+    core,
+    url: `http://${host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host}:${address.port}`,
+    server,
+    firstApiKey,
+    close: () => (closing ??= close()),
+  };
+};

@@ -1,0 +1,49 @@
+import { expect } from 'chai';
+import { ConfigError, loadConfig, parseDuration } from '../../src/config/config.js';
+
+describe('configuration', () => {
+  it('has the contract defaults', () => {
+    const config = loadConfig({});
+    expect(config.port).to.equal(8080);
+    expect(config.role).to.equal('all');
+    expect(config.rateLimit).to.deep.equal({ perKey: 20_000, perIp: 1_000, windowMs: 60_000 });
+    expect(config.webhooks.retryDelaysMs).to.deep.equal([30_000, 120_000, 600_000, 3_600_000, 21_600_000]);
+    expect(config.webhooks.timeoutMs).to.equal(10_000);
+    expect(config.mediaMaxBytes).to.equal(200 * 1024 * 1024);
+    expect(config.defaultPlan).to.equal('free');
+    expect(config.adminToken).to.equal(null);
+  });
+
+  it('parses durations with units', () => {
+    expect(parseDuration('X', '250ms')).to.equal(250);
+    expect(parseDuration('X', '1.5s')).to.equal(1500);
+    expect(parseDuration('X', '2m')).to.equal(120_000);
+    expect(parseDuration('X', '6h')).to.equal(21_600_000);
+  });
+
+  const refuses = (env: Record<string, string>, variable: string) => {
+    expect(() => loadConfig(env)).to.throw(ConfigError).with.property('variable', variable);
+  };
+
+  it('names the variable of a bad value', () => {
+    refuses({ PORT: 'eighty' }, 'PORT');
+    refuses({ PORT: '70000' }, 'PORT');
+    refuses({ ROLE: 'boss' }, 'ROLE');
+    refuses({ WEBHOOK_RETRY_DELAYS: '1s,2s' }, 'WEBHOOK_RETRY_DELAYS');
+    refuses({ WEBHOOK_RETRY_DELAYS: '1s,2s,3s,4s,5 parsecs' }, 'WEBHOOK_RETRY_DELAYS');
+    refuses({ WEBHOOK_ALLOWED_NETWORKS: '10.0.0.0/33' }, 'WEBHOOK_ALLOWED_NETWORKS');
+    refuses({ WEBHOOK_ALLOWED_NETWORKS: 'localhost' }, 'WEBHOOK_ALLOWED_NETWORKS');
+    refuses({ EVENTSTORE_URL: 'http://x' }, 'EVENTSTORE_URL');
+    refuses({ KAFKA_BROKERS: 'nohost' }, 'KAFKA_BROKERS');
+    refuses({ MAINTENANCE_MODE: 'perhaps' }, 'MAINTENANCE_MODE');
+    refuses({ PLANS: 'free:ten:false' }, 'PLANS');
+    refuses({ WEBHOOK_SECRET_KEY: 'short' }, 'WEBHOOK_SECRET_KEY');
+  });
+
+  it('accepts CIDR lists and plan tables', () => {
+    const config = loadConfig({ WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8, ::1/128', PLANS: 'mini:3:false,max:9:true' });
+    expect(config.webhooks.allowedNetworks).to.deep.equal(['127.0.0.0/8', '::1/128']);
+    expect(config.plans).to.deep.equal({ mini: { ticketsPerMonth: 3, knowledgeBase: false }, max: { ticketsPerMonth: 9, knowledgeBase: true } });
+    expect(config.defaultPlan).to.equal('mini');
+  });
+});

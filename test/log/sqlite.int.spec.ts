@@ -1,0 +1,126 @@
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { expect } from 'chai';
+import type { NewEvent } from '../../src/log/event-log.js';
+import { openSqliteLog } from '../../src/log/sqlite.js';
+import { eventLogContract } from './event-log.contract.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'sqlite-log-'));
+const freshFile = (): string => join(dir, `${randomBytes(6).toString('hex')}.db`);
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+eventLogContract('sqlite', async ({ clock }) => {
+  const log = openSqliteLog({ file: freshFile(), clock, pageSize: 7 });
+  return { log, teardown: () => log.close() };
+});
+
+const newEvent = (workspaceId: string, type = 'message.created'): NewEvent => ({
+  id: randomBytes(16).toString('hex'),
+  type,
+  workspaceId,
+  data: { text: 'hello' },
+});
+
+describe('SQLite event log', () => {
+  it('commits appends issued together in one transaction', async () => {
+    const log = openSqliteLog({ file: freshFile() });
+    const before = log.stats().transactions;
+    await Promise.all(Array.from({ length: 50 }, (_, i) => log.append(`ticket-${i}`, [newEvent('ws')], 'no_stream')));
+    expect(log.stats().transactions - before).to.equal(1);
+    expect(await log.headPosition()).to.equal(50);
+    await log.close();
+  });
+
+  it('a call failing halfway through its inserts leaves no trace in the shared transaction', async () => {
+    const log = openSqliteLog({ file: freshFile(), clock: () => 100 });
+    const twice = newEvent('ws');
+    const [broken, fine] = await Promise.allSettled([
+      log.append('broken', [newEvent('ws'), twice, twice], 'any'),
+      log.append('fine', [newEvent('ws')], 'any'),
+    ]);
+    expect(broken.status).to.equal('rejected');
+    expect(fine.status === 'fulfilled' && fine.value.records[0]?.offset).to.equal(100);
+    expect(await log.readStream('broken')).to.deep.equal([]);
+    expect((await log.append('after', [newEvent('ws')], 'any')).records[0]?.offset).to.equal(101);
+    expect(log.stats().transactions).to.equal(2);
+    await log.close();
+  });
+
+  it('returns offsets with the appended records, null for internal events', async () => {
+    let now = 5_000;
+    const log = openSqliteLog({ file: freshFile(), clock: () => now });
+    const { records } = await log.append('ticket-1', [newEvent('ws'), newEvent('ws', 'apikey.issued'), newEvent('ws')], 'any');
+    expect(records.map((r) => r.offset)).to.deep.equal([5_000, null, 5_001]);
+    now = 9_000;
+    expect((await log.append('ticket-1', [newEvent('ws')], 'any')).records[0]?.offset).to.equal(9_000);
+    await log.close();
+  });
+
+  it('keeps data, offsets and positions across a reopen, also after the tail was deleted', async () => {
+    const file = freshFile();
+    const clock = () => 1_000;
+    const first = openSqliteLog({ file, clock });
+    await first.append('keep', [newEvent('ws')], 'no_stream');
+    await first.append('tail', [newEvent('ws'), newEvent('ws')], 'no_stream');
+    await first.deleteStream('tail');
+    await first.close();
+
+    const second = openSqliteLog({ file, clock });
+    expect(await second.headPosition()).to.equal(3);
+    const { records } = await second.append('next', [newEvent('ws')], 'no_stream');
+    expect(records[0]).to.include({ position: 4, offset: 1_003 });
+    expect((await second.readStream('keep')).map((r) => r.offset)).to.deep.equal([1_000]);
+    await second.close();
+  });
+
+  it('rejects calls after close', async () => {
+    const log = openSqliteLog({ file: freshFile() });
+    await log.close();
+    let error: unknown;
+    await log.append('s', [newEvent('ws')], 'any').catch((e: unknown) => (error = e));
+    expect((error as Error).name).to.equal('LogUnavailable');
+  });
+
+  it('an acknowledged append survives kill -9 of the writing process', async function () {
+    this.timeout(60_000);
+    const file = freshFile();
+    const sqlite = fileURLToPath(new URL('../../src/log/sqlite.ts', import.meta.url));
+    // The child appends from 16 concurrent writers and prints each id once its append resolved.
+    const script = `
+      import { randomBytes } from 'node:crypto';
+      const { openSqliteLog } = await import(${JSON.stringify(sqlite)});
+      const log = openSqliteLog({ file: ${JSON.stringify(file)} });
+      const writer = async (w) => {
+        for (let i = 0; ; i += 1) {
+          const id = randomBytes(16).toString('hex');
+          await log.append('stream-' + w, [{ id, type: 'message.created', workspaceId: 'ws', data: { i } }], 'any');
+          process.stdout.write(id + '\\n');
+        }
+      };
+      for (let w = 0; w < 16; w += 1) void writer(w);
+    `;
+    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const acknowledged: string[] = [];
+    const exited = new Promise((resolve) => child.on('exit', resolve));
+    await new Promise<void>((resolve) => {
+      createInterface({ input: child.stdout }).on('line', (line) => {
+        acknowledged.push(line);
+        if (acknowledged.length === 2_000) {
+          child.kill('SIGKILL');
+          resolve();
+        }
+      });
+    });
+    expect(await exited).to.equal(null);
+
+    const log = openSqliteLog({ file });
+    const stored = new Set((await log.readAll({ after: 0 })).map((r) => r.id));
+    await log.close();
+    expect(acknowledged.filter((id) => !stored.has(id))).to.deep.equal([]);
+  });
+});

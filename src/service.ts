@@ -18,6 +18,11 @@ import { openSqliteLog } from './log/sqlite.js';
 import { createMemoryRateLimiter } from './ratelimit/memory.js';
 import { randomId } from './shared/ids.js';
 import { createMemoryNotifier } from './updates/memory.js';
+import { createUpdatesFeature } from './updates/feature.js';
+import { mediaFeature } from './media/feature.js';
+import { articlesFeature } from './articles/feature.js';
+import { billingFeature } from './billing/feature.js';
+import { webhooksFeature } from './webhooks/feature.js';
 
 export interface Service {
   readonly core: Core;
@@ -35,7 +40,9 @@ export interface ServiceOptions {
   readonly bootstrapWorkspace?: boolean;
 }
 
-export const FEATURES: readonly FeatureFactory[] = [];
+export const FEATURES: readonly FeatureFactory[] = [createUpdatesFeature, mediaFeature, articlesFeature, billingFeature, webhooksFeature];
+
+const SHUTDOWN_GRACE_MS = 5_000;
 
 const openLog = (config: Config, clock: MicrosClock): EventLog => {
   fs.mkdirSync(config.dataDir, { recursive: true });
@@ -102,6 +109,8 @@ export const startService = async (config: Config, options: ServiceOptions = {})
     await new Promise<void>((resolve) => {
       server.close(() => resolve());
       server.closeIdleConnections();
+      // Requests still running get a grace period; keep-alive sockets must not hold shutdown open.
+      setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS).unref();
     });
     for (const feature of [...features].reverse()) await feature.stop?.();
     await directoryRunner.stop();

@@ -3,7 +3,7 @@
 import { timingSafeEqual, createHash } from 'node:crypto';
 import Koa from 'koa';
 import { Router } from '@koa/router';
-import { koaBody } from 'koa-body';
+import getRawBody from 'raw-body';
 import type { WorkspaceDirectory } from '../../projections/workspace-directory.js';
 import type { RateLimiter } from '../ratelimit/rate-limiter.js';
 import { short, invalid } from './api-error.js';
@@ -36,18 +36,32 @@ export interface HttpAppOptions {
 }
 
 const JSON_TYPES = ['application/json', 'application/*+json'];
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
 
-/** JSON bodies only (multipart is parsed by the media route itself); a body of another type is a 422. */
-const jsonBody = (limit: number): Koa.Middleware => {
-  const parse = koaBody({ json: true, multipart: false, urlencoded: false, text: false, jsonStrict: true, jsonLimit: limit, encoding: 'utf-8' });
-  return async (ctx, next) => {
-    if (ctx.request.is('multipart/*')) return next();
-    const hasBody = ctx.request.length > 0 || ctx.get('Transfer-Encoding') !== '';
-    if (hasBody && ctx.request.is(JSON_TYPES) === false) {
-      throw invalid([{ type: 'content_type', loc: ['header', 'content-type'], msg: 'Expected a JSON body with Content-Type application/json' }]);
-    }
-    return parse(ctx, next);
-  };
+/**
+ * JSON bodies only (multipart is parsed by the media route itself). The bytes are decoded strictly,
+ * so invalid UTF-8 is a 422 instead of silently becoming U+FFFD; a body of another type is a 422.
+ */
+const jsonBody = (limit: number): Koa.Middleware => async (ctx, next) => {
+  if (ctx.request.is('multipart/*') || !['POST', 'PUT', 'PATCH', 'DELETE'].includes(ctx.method)) return next();
+  const hasBody = ctx.request.length > 0 || ctx.get('Transfer-Encoding') !== '';
+  if (!hasBody) return next();
+  if (ctx.request.is(JSON_TYPES) === false) {
+    throw invalid([{ type: 'content_type', loc: ['header', 'content-type'], msg: 'Expected a JSON body with Content-Type application/json' }]);
+  }
+  const bytes = await getRawBody(ctx.req, { limit, length: ctx.request.length });
+  let text: string;
+  try {
+    text = strictUtf8.decode(bytes);
+  } catch {
+    throw invalid([{ type: 'utf8_invalid', loc: ['body'], msg: 'Body is not valid UTF-8' }]);
+  }
+  try {
+    ctx.request.body = text.trim() === '' ? undefined : JSON.parse(text);
+  } catch {
+    throw invalid([{ type: 'json_invalid', loc: ['body'], msg: 'Body is not valid JSON' }]);
+  }
+  return next();
 };
 
 const digest = (s: string) => createHash('sha256').update(s).digest();
@@ -59,12 +73,15 @@ const adminOnly = (token: string | null): Koa.Middleware => async (ctx, next) =>
   await next();
 };
 
-const surface = (prefix: string, guard: Koa.Middleware, modules: readonly RouteModule[], pick: (m: RouteModule) => ((r: ApiRouter) => void) | undefined) => {
+const surface = (prefix: string, modules: readonly RouteModule[], pick: (m: RouteModule) => ((r: ApiRouter) => void) | undefined) => {
   const router = new Router<ApiState>({ prefix });
-  router.use(guard as never);
   modules.forEach((m) => pick(m)?.(router));
   return router;
 };
+
+/** Guards every path under a prefix, matched or not, so unknown paths are authenticated and counted too. */
+const guardPrefix = (prefix: string, guard: Koa.Middleware): Koa.Middleware => async (ctx, next) =>
+  ctx.path === prefix || ctx.path.startsWith(`${prefix}/`) ? guard(ctx, next) : next();
 
 export const createHttpApp = (options: HttpAppOptions): Koa<ApiState> => {
   const app = new Koa<ApiState>({ proxy: options.trustProxy });
@@ -75,11 +92,14 @@ export const createHttpApp = (options: HttpAppOptions): Koa<ApiState> => {
   options.modules.forEach((m) => m.open?.(open));
   app.use(open.routes());
   app.use(maintenance(options.maintenanceMode));
+  app.use(guardPrefix('/api/v1', authenticate(options) as Koa.Middleware));
+  app.use(guardPrefix('/admin/v1', adminOnly(options.adminToken)));
+  app.use(guardPrefix('/internal/v1', adminOnly(options.adminToken)));
   app.use(jsonBody(options.bodyLimitBytes));
   const routers = [
-    surface('/api/v1', authenticate(options) as Koa.Middleware, options.modules, (m) => m.api),
-    surface('/admin/v1', adminOnly(options.adminToken), options.modules, (m) => m.admin),
-    surface('/internal/v1', adminOnly(options.adminToken), options.modules, (m) => m.internal),
+    surface('/api/v1', options.modules, (m) => m.api),
+    surface('/admin/v1', options.modules, (m) => m.admin),
+    surface('/internal/v1', options.modules, (m) => m.internal),
   ];
   for (const router of routers) app.use(router.routes());
   app.use(async (ctx) => {

@@ -91,7 +91,7 @@ export const boundedInt = (min: number, max: number, name = `integer ${min}..${m
     (n) => n,
   );
 
-/** A string that is not blank after trimming, with a maximum length. */
+/** A string with a maximum length (blankness is the domain's call). */
 export const text = (maxLength: number, name = `string (max ${maxLength})`) =>
   new t.Type<string, string, unknown>(
     name,

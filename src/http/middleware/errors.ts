@@ -14,13 +14,10 @@ const bodyOf = (error: ApiError, requestId: string): { status: number; body: unk
   }
 };
 
-/** Failures raised by koa-body and koa itself (malformed JSON, oversize bodies, bad encodings). */
+/** Failures raised by raw-body, formidable and koa itself (oversize bodies, bad lengths, aborted requests). */
 const fromHttpError = (error: { status?: unknown; type?: unknown; message?: unknown; expose?: unknown }): ApiError | null => {
   const status = typeof error.status === 'number' ? error.status : 0;
   if (status < 400 || status >= 500) return null;
-  if (error.type === 'entity.parse.failed' || (status === 400 && /json|unexpected|parse/i.test(String(error.message)))) {
-    return { kind: 'validation', problems: [{ type: 'json_invalid', loc: ['body'], msg: 'Body is not valid JSON' }] };
-  }
   if (status === 413) return { kind: 'short', status, detail: 'Request body too large' };
   if (status === 415) return { kind: 'short', status, detail: 'Unsupported content type or encoding' };
   return { kind: 'short', status, detail: error.expose === true ? String(error.message) : 'Bad request' };

@@ -24,7 +24,7 @@ export const adminRoutes = (deps: AdminDeps): RouteModule => {
   const WorkspacePatch = t.partial({ blocked: t.boolean, plan: Plan });
 
   const run = async (ctx: ApiContext, command: WorkspaceCommand) => {
-    const { workspace_id } = decode(Id, ctx.params, 'path');
+    const { workspace_id } = decode(Id, { workspace_id: ctx.params['workspace_id'] }, 'path');
     const result = await deps.workspaces.run(workspace_id, command);
     if (result._tag === 'Left') throw business(result.left);
     await deps.settled(result.right.records.at(-1)?.position ?? 0);

@@ -1,0 +1,82 @@
+// API benchmark: the real service (embedded default: SQLite log, in-process everything) on a temp
+// folder, loaded by autocannon at 64 connections in a worker thread: POST /api/v1/tickets, then
+// GET /api/v1/tickets/{id}, then a bare koa handler on the same machine as the ceiling.
+// `npm run bench -- api [--long]`: about 10 s per phase (30 s with --long).
+import { mkdtempSync, rmSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import autocannon from 'autocannon';
+import Koa from 'koa';
+import { loadConfig } from '../../src/config/config.js';
+import { startService } from '../../src/service.js';
+
+const CONNECTIONS = 64;
+const ADMIN = 'bench-admin';
+
+interface Phase {
+  readonly rps: number;
+  readonly p99: number;
+  readonly errors: number;
+}
+
+const load = async (label: string, options: autocannon.Options): Promise<Phase> => {
+  const result = await autocannon({ connections: CONNECTIONS, workers: 1, ...options });
+  const phase = { rps: Math.round(result.requests.average), p99: result.latency.p99, errors: result.non2xx + result.errors + result.timeouts };
+  console.log(`${label.padEnd(28)} ${String(phase.rps).padStart(7)} req/s   p99 ${String(phase.p99).padStart(4)} ms   non-2xx/errors ${phase.errors}`);
+  return phase;
+};
+
+/** The most a koa handler can answer here: no auth, no log, a constant JSON body. */
+const ceiling = async (duration: number): Promise<Phase> => {
+  const app = new Koa();
+  app.use((ctx) => {
+    ctx.body = { ok: true };
+  });
+  const server = app.listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  try {
+    return await load('bare koa (ceiling)', { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`, duration });
+  } finally {
+    server.closeAllConnections();
+    server.close();
+  }
+};
+
+export async function run(opts: { long: boolean }): Promise<Record<string, number | string>> {
+  const duration = opts.long ? 30 : 10;
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'bench-api-'));
+  const service = await startService(
+    loadConfig({
+      PORT: '0',
+      HOST: '127.0.0.1',
+      DATA_DIR: dataDir,
+      ADMIN_TOKEN: ADMIN,
+      RATE_LIMIT_PER_KEY: '1000000000',
+      RATE_LIMIT_PER_IP: '1000000000',
+      // The monthly ticket quota would stop a long run.
+      PLANS: 'free:100:false,team:5000:true,business:100000000:true',
+    }),
+  );
+  try {
+    const post = (p: string, token: string, body: unknown) =>
+      fetch(`${service.url}${p}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) }).then(
+        async (r) => ({ status: r.status, body: (await r.json()) as Record<string, string> }),
+      );
+    const workspace = await post('/admin/v1/workspaces', ADMIN, { name: 'bench', plan: 'business' });
+    const apiKey = String(workspace.body['api_key']);
+    const ticketBody = { contact: { email: 'bench@example.com' }, subject: 'Damaged order', message: 'My order arrived damaged.' };
+    const first = await post('/api/v1/tickets', apiKey, ticketBody);
+    if (first.status !== 201) throw new Error(`ticket creation failed: ${first.status} ${JSON.stringify(first.body)}`);
+    const headers = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' };
+
+    console.log(`api bench: ${CONNECTIONS} connections, ${duration} s per phase`);
+    const created = await load('POST /api/v1/tickets', { url: `${service.url}/api/v1/tickets`, method: 'POST', headers, body: JSON.stringify(ticketBody), duration });
+    const read = await load('GET /api/v1/tickets/{id}', { url: `${service.url}/api/v1/tickets/${first.body['id']}`, headers, duration });
+    const bare = await ceiling(duration);
+    return { bench: 'api', post_rps: created.rps, post_p99_ms: created.p99, get_rps: read.rps, get_p99_ms: read.p99, ceiling_rps: bare.rps };
+  } finally {
+    await service.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}

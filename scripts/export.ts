@@ -1,0 +1,152 @@
+// Exports public event history as NDJSON: one /updates item (envelope + offset) per line, for
+// analysts. Streams page by page, so memory stays constant however long the history.
+//
+//   npx tsx scripts/export.ts [--data-dir DIR] [--workspace ID] [--from T] [--to T] [--types a,b] [--out FILE]
+//   npx tsx scripts/export.ts --url http://host:8080 --key API_KEY [--from T] [--to T] [--types a,b] [--out FILE]
+//
+// T is an offset (microseconds since the epoch) or an ISO 8601 timestamp; --from is inclusive, --to
+// exclusive. Without --workspace the log export covers every workspace, in log order.
+// The log file is locked by a running service (src/log/sqlite-open.ts): read it while the service is
+// stopped, or export one workspace through the API with --url and --key while it runs.
+import { existsSync, createWriteStream } from 'node:fs';
+import { once } from 'node:events';
+import * as path from 'node:path';
+import type { Writable } from 'node:stream';
+import { pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
+import { PUBLIC_EVENT_TYPES, isPublicEventType, type PublicEventType } from '../src/domain/event-types.js';
+import type { EventLog } from '../src/log/event-log.js';
+import { openSqliteLog } from '../src/log/sqlite.js';
+import { feedItem, type FeedItem } from '../src/updates/feed-item.js';
+
+export interface ExportRange {
+  /** Inclusive, microseconds. */
+  readonly from: number;
+  /** Exclusive, microseconds. */
+  readonly to: number;
+  readonly types?: readonly PublicEventType[];
+}
+
+const PAGE = 5000;
+
+/** Pages of one workspace's feed (offset index) or of every workspace's public events (log order). */
+export async function* logPages(log: EventLog, range: ExportRange, workspaceId?: string): AsyncGenerator<FeedItem[]> {
+  // Only sequenced public events carry an offset, so the type filter is needed only when asked for.
+  const types = range.types === undefined ? {} : { types: range.types };
+  if (workspaceId !== undefined) {
+    for (let from = range.from; ; ) {
+      const records = await log.readFeed({ workspaceId, fromOffset: from, limit: PAGE, ...types });
+      const inRange = records.filter((r) => (r.offset as number) < range.to);
+      if (inRange.length > 0) yield inRange.map(feedItem);
+      if (records.length < PAGE || inRange.length < records.length) return;
+      from = (records.at(-1)?.offset as number) + 1;
+    }
+  }
+  for (let after = 0; ; ) {
+    const records = await log.readAll({ after, limit: PAGE, ...types });
+    const inRange = records.filter((r) => r.offset !== null && r.offset >= range.from && r.offset < range.to);
+    if (inRange.length > 0) yield inRange.map(feedItem);
+    const last = records.at(-1);
+    if (last === undefined) return;
+    after = last.position;
+  }
+}
+
+/** Pages read through GET /api/v1/updates without waiting: works while the service runs. */
+export async function* apiPages(baseUrl: string, apiKey: string, range: ExportRange): AsyncGenerator<FeedItem[]> {
+  for (let offset = range.from; ; ) {
+    const query = new URLSearchParams({ offset: String(offset), limit: '1000', timeout: '0' });
+    if (range.types !== undefined) query.set('types', range.types.join(','));
+    const response = await fetch(`${baseUrl}/api/v1/updates?${query}`, { headers: { authorization: `Bearer ${apiKey}` } });
+    if (response.status !== 200) throw new Error(`GET /api/v1/updates answered ${response.status}: ${await response.text()}`);
+    const page = (await response.json()) as { items: FeedItem[]; next_offset: number };
+    const inRange = page.items.filter((item) => item.offset < range.to);
+    if (inRange.length > 0) yield inRange;
+    if (page.items.length === 0 || inRange.length < page.items.length) return;
+    offset = page.next_offset;
+  }
+}
+
+/** Writes each item as one JSON line, honouring back-pressure; returns the number of lines. */
+export const writeNdjson = async (pages: AsyncIterable<FeedItem[]>, out: Writable): Promise<number> => {
+  let count = 0;
+  for await (const items of pages) {
+    let chunk = '';
+    for (const item of items) chunk += `${JSON.stringify(item)}\n`;
+    count += items.length;
+    if (!out.write(chunk)) await once(out, 'drain');
+  }
+  return count;
+};
+
+/** An offset in microseconds, or an ISO 8601 timestamp (no zone means UTC) turned into one. */
+export const parseInstant = (raw: string): number => {
+  if (/^\d+$/.test(raw)) {
+    const n = Number(raw);
+    if (Number.isSafeInteger(n)) return n;
+  }
+  const match = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,6}))?(Z|[+-]\d\d:\d\d)?$/.exec(raw);
+  const millis = match === null ? NaN : Date.parse(`${match[1]}${match[3] ?? 'Z'}`);
+  if (match === null || Number.isNaN(millis)) throw new Error(`"${raw}" is neither an offset in microseconds nor an ISO 8601 timestamp`);
+  return millis * 1000 + Number((match[2] ?? '').padEnd(6, '0'));
+};
+
+export const parseTypes = (raw: string | undefined): PublicEventType[] | undefined => {
+  if (raw === undefined) return undefined;
+  const names = [...new Set(raw.split(',').map((s) => s.trim()).filter((s) => s !== ''))];
+  const unknown = names.filter((n) => !isPublicEventType(n));
+  if (unknown.length > 0) throw new Error(`unknown event types: ${unknown.join(', ')} (valid: ${PUBLIC_EVENT_TYPES.join(', ')})`);
+  return names.length === 0 ? undefined : (names as PublicEventType[]);
+};
+
+/** Opens an existing log (never creates one at a mistyped path). */
+export const openExistingLog = (dataDir: string): EventLog => {
+  const file = path.join(dataDir, 'events.sqlite');
+  if (!existsSync(file)) throw new Error(`no event log at ${file}`);
+  return openSqliteLog({ file });
+};
+
+const main = async () => {
+  const { values } = parseArgs({
+    options: {
+      'data-dir': { type: 'string' },
+      workspace: { type: 'string' },
+      url: { type: 'string' },
+      key: { type: 'string' },
+      from: { type: 'string' },
+      to: { type: 'string' },
+      types: { type: 'string' },
+      out: { type: 'string' },
+    },
+  });
+  const types = parseTypes(values.types);
+  const range: ExportRange = {
+    from: values.from === undefined ? 0 : parseInstant(values.from),
+    to: values.to === undefined ? Number.MAX_SAFE_INTEGER : parseInstant(values.to),
+    ...(types === undefined ? {} : { types }),
+  };
+  const out = values.out === undefined ? process.stdout : createWriteStream(values.out);
+  const started = performance.now();
+  let count: number;
+  if (values.url !== undefined) {
+    if (values.key === undefined) throw new Error('--url needs --key (the workspace is the key\'s)');
+    count = await writeNdjson(apiPages(values.url.replace(/\/+$/, ''), values.key, range), out);
+  } else {
+    const log = openExistingLog(path.resolve(values['data-dir'] ?? process.env['DATA_DIR'] ?? './data'));
+    try {
+      count = await writeNdjson(logPages(log, range, values.workspace), out);
+    } finally {
+      await log.close();
+    }
+  }
+  if (out !== process.stdout) await new Promise<void>((resolve, reject) => out.end((error?: Error | null) => (error ? reject(error) : resolve())));
+  const seconds = (performance.now() - started) / 1000;
+  console.error(`exported ${count} events in ${seconds.toFixed(2)} s (${Math.round(count / Math.max(seconds, 1e-9))} events/s)`);
+};
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  main().catch((error: unknown) => {
+    console.error(`export failed: ${(error as Error).message}`);
+    process.exit(1);
+  });
+}

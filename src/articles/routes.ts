@@ -1,0 +1,87 @@
+// Knowledge base: /api/v1/articles (create, list, read, update, delete). Every endpoint answers
+// 403 PLAN_FEATURE_UNAVAILABLE first when the workspace's plan has no knowledge base.
+import * as t from 'io-ts';
+import type { Core } from '../app/core.js';
+import { articleAggregate, articleStream, type Article, type ArticleCommand } from '../domain/article/article.js';
+import { isoMicros } from '../domain/envelope.js';
+import { domainError } from '../domain/errors.js';
+import { business, invalid } from '../http/api-error.js';
+import type { RouteModule } from '../http/app.js';
+import type { ApiContext } from '../http/context.js';
+import { boundedInt, decode, text } from '../http/validation.js';
+import type { ArticleIndex } from './article-index.js';
+
+const Title = text(300);
+const Body = text(100_000);
+const CreateArticle = t.type({ title: Title, body: Body });
+const PatchArticle = t.partial({ title: Title, body: Body });
+const ListQuery = t.partial({ page: boundedInt(1, 1_000_000), page_size: boundedInt(1, 100) });
+const ArticleId = t.type({ article_id: t.string });
+
+const view = ({ workspace_id: _, ...article }: Article) => article;
+
+const notFound = (articleId: string) => business(domainError('ARTICLE_NOT_FOUND', 'Article not found', { article_id: articleId }));
+
+export const articleRoutes = (core: Core, index: ArticleIndex, settled: (position: number) => Promise<void>): RouteModule => {
+  const requireKnowledgeBase = (ctx: ApiContext) => {
+    const plan = ctx.state.workspace.plan;
+    if (core.config.plans[plan]?.knowledgeBase !== true) {
+      throw business(domainError('PLAN_FEATURE_UNAVAILABLE', 'The knowledge base is not included in your plan', { feature: 'knowledge_base', plan }));
+    }
+  };
+
+  /** Runs a command on the caller's article and waits until the read model has it. */
+  const run = async (ctx: ApiContext, command: ArticleCommand) => {
+    const result = await core.handle(articleAggregate, articleStream(command.articleId), ctx.state.workspace.id, command);
+    if (result._tag === 'Left') throw business(result.left);
+    await settled(result.right.records.at(-1)?.position ?? 0);
+    return result.right.state;
+  };
+
+  const target = (ctx: ApiContext) => ({ workspaceId: ctx.state.workspace.id, articleId: decode(ArticleId, ctx.params, 'path').article_id, at: isoMicros(core.clock()) });
+
+  return {
+    api(router) {
+      router.post('/articles', async (ctx: ApiContext) => {
+        requireKnowledgeBase(ctx);
+        const body = decode(CreateArticle, ctx.request.body, 'body');
+        const article = await run(ctx, { kind: 'create', workspaceId: ctx.state.workspace.id, articleId: core.newId(), at: isoMicros(core.clock()), ...body });
+        if (article === null) throw new Error('article creation recorded no event');
+        ctx.status = 201;
+        ctx.body = view(article);
+      });
+
+      router.get('/articles', async (ctx: ApiContext) => {
+        requireKnowledgeBase(ctx);
+        const query = decode(ListQuery, ctx.query, 'query');
+        const page = query.page ?? 1;
+        const pageSize = query.page_size ?? 20;
+        const { items, total } = index.page(ctx.state.workspace.id, page, pageSize);
+        ctx.body = { items: items.map(view), page, page_size: pageSize, total };
+      });
+
+      router.get('/articles/:article_id', async (ctx: ApiContext) => {
+        requireKnowledgeBase(ctx);
+        const { workspaceId, articleId } = target(ctx);
+        const article = index.get(workspaceId, articleId);
+        if (article === undefined) throw notFound(articleId);
+        ctx.body = view(article);
+      });
+
+      router.patch('/articles/:article_id', async (ctx: ApiContext) => {
+        requireKnowledgeBase(ctx);
+        const body = decode(PatchArticle, ctx.request.body, 'body');
+        if (body.title === undefined && body.body === undefined) throw invalid([{ type: 'missing', loc: ['body'], msg: 'Give at least one of title, body' }]);
+        const article = await run(ctx, { kind: 'update', ...target(ctx), ...body });
+        if (article === null) throw notFound(target(ctx).articleId);
+        ctx.body = view(article);
+      });
+
+      router.delete('/articles/:article_id', async (ctx: ApiContext) => {
+        requireKnowledgeBase(ctx);
+        await run(ctx, { kind: 'delete', ...target(ctx) });
+        ctx.status = 204;
+      });
+    },
+  };
+};

@@ -1,0 +1,175 @@
+// The webhook subscription aggregate: target, event filter, active flag and the run of consecutive
+// failed deliveries (spec "States and transitions: Webhook subscription"). All its events are
+// internal; the secret is only ever held here encrypted.
+import { left, right } from 'fp-ts/lib/Either.js';
+import type { Aggregate, Decided } from '../../app/command-handler.js';
+import { domainError } from '../errors.js';
+import { PUBLIC_EVENT_TYPES, isPublicEventType } from '../event-types.js';
+
+/** The 5th failed delivery in a row deactivates the subscription. */
+export const AUTO_DISABLE_AFTER = 5;
+/** How many recent delivery ids a subscription remembers, so a repeated report counts once. */
+const REMEMBERED_DELIVERIES = 64;
+
+export const SUBSCRIPTION_EVENTS = {
+  created: 'webhook.subscription_created',
+  updated: 'webhook.subscription_updated',
+  activated: 'webhook.subscription_activated',
+  deactivated: 'webhook.subscription_deactivated',
+  failureCounted: 'webhook.subscription_failure_counted',
+  failuresReset: 'webhook.subscription_failures_reset',
+  /** Appended just before the stream is deleted, so tailers learn of the deletion. */
+  deleted: 'webhook.subscription_deleted',
+} as const;
+
+export const SUBSCRIPTION_EVENT_TYPES: readonly string[] = Object.values(SUBSCRIPTION_EVENTS);
+
+export const subscriptionStream = (subscriptionId: string): string => `webhook-${subscriptionId}`;
+
+/** The event only the test endpoint sends; it is not in the catalogue, so nobody subscribes to it. */
+export const WEBHOOK_TEST_EVENT = 'webhook.test';
+
+export interface SubscriptionState {
+  readonly exists: boolean;
+  readonly workspaceId: string;
+  /** The deletion marker is written; only the stream removal may be left to do. */
+  readonly deleted: boolean;
+  readonly url: string;
+  /** Empty means all events. */
+  readonly events: readonly string[];
+  readonly description: string;
+  readonly isActive: boolean;
+  readonly consecutiveFailures: number;
+  readonly secretEncrypted: string;
+  readonly createdAt: string;
+  readonly recentDeliveries: readonly string[];
+}
+
+export type SubscriptionCommand =
+  | { readonly kind: 'create'; readonly url: string; readonly events: readonly string[]; readonly description: string; readonly secretEncrypted: string; readonly at: string }
+  | { readonly kind: 'update'; readonly url?: string; readonly events?: readonly string[]; readonly description?: string; readonly isActive?: boolean }
+  | { readonly kind: 'record_delivery_failed'; readonly deliveryId: string }
+  | { readonly kind: 'record_delivery_succeeded'; readonly deliveryId: string }
+  | { readonly kind: 'delete' };
+
+const initial: SubscriptionState = {
+  exists: false,
+  workspaceId: '',
+  deleted: false,
+  url: '',
+  events: [],
+  description: '',
+  isActive: false,
+  consecutiveFailures: 0,
+  secretEncrypted: '',
+  createdAt: '',
+  recentDeliveries: [],
+};
+
+const strings = (value: unknown): string[] => (Array.isArray(value) ? value.map(String) : []);
+
+const remember = (state: SubscriptionState, deliveryId: unknown): readonly string[] =>
+  typeof deliveryId === 'string' ? [...state.recentDeliveries, deliveryId].slice(-REMEMBERED_DELIVERIES) : state.recentDeliveries;
+
+const evolve: Aggregate<SubscriptionState, SubscriptionCommand>['evolve'] = (state, { type, data }) => {
+  switch (type) {
+    case SUBSCRIPTION_EVENTS.created:
+      return {
+        ...initial,
+        exists: true,
+        workspaceId: String(data['workspace_id']),
+        isActive: true,
+        url: String(data['url']),
+        events: strings(data['events']),
+        description: String(data['description']),
+        secretEncrypted: String(data['secret_encrypted']),
+        createdAt: String(data['created_at']),
+      };
+    case SUBSCRIPTION_EVENTS.updated:
+      return {
+        ...state,
+        ...('url' in data ? { url: String(data['url']) } : {}),
+        ...('events' in data ? { events: strings(data['events']) } : {}),
+        ...('description' in data ? { description: String(data['description']) } : {}),
+      };
+    case SUBSCRIPTION_EVENTS.activated:
+      return { ...state, isActive: true, consecutiveFailures: 0 };
+    case SUBSCRIPTION_EVENTS.deactivated:
+      return { ...state, isActive: false };
+    case SUBSCRIPTION_EVENTS.failureCounted:
+      return { ...state, consecutiveFailures: Number(data['consecutive_failures']), recentDeliveries: remember(state, data['delivery_id']) };
+    case SUBSCRIPTION_EVENTS.failuresReset:
+      return { ...state, consecutiveFailures: 0, recentDeliveries: remember(state, data['delivery_id']) };
+    case SUBSCRIPTION_EVENTS.deleted:
+      return { ...state, exists: false, deleted: true, isActive: false };
+    default:
+      return state;
+  }
+};
+
+/** Empty or omitted `events` means all; unknown names are refused with the catalogue (rule 2). */
+const checkEvents = (events: readonly string[]) => {
+  const unknown = [...new Set(events.filter((name) => !isPublicEventType(name)))];
+  if (unknown.length === 0) return right([...new Set(events)]);
+  return left(domainError('VALIDATION_ERROR', 'Unknown webhook event name', { unknown, valid: [...PUBLIC_EVENT_TYPES] }));
+};
+
+const notFound = () => left(domainError('WEBHOOK_NOT_FOUND', 'Webhook not found'));
+
+const decideUpdate = (command: Extract<SubscriptionCommand, { kind: 'update' }>, state: SubscriptionState) => {
+  const checked = command.events === undefined ? right(undefined) : checkEvents(command.events);
+  if (checked._tag === 'Left') return checked;
+  const changes = {
+    ...(command.url === undefined ? {} : { url: command.url }),
+    ...(checked.right === undefined ? {} : { events: checked.right }),
+    ...(command.description === undefined ? {} : { description: command.description }),
+  };
+  const decided: Decided[] = Object.keys(changes).length === 0 ? [] : [{ type: SUBSCRIPTION_EVENTS.updated, data: changes }];
+  if (command.isActive === true && !state.isActive) decided.push({ type: SUBSCRIPTION_EVENTS.activated, data: {} });
+  // Rule 4: is_active true resets the counter even when the subscription is already active.
+  else if (command.isActive === true && state.consecutiveFailures > 0) decided.push({ type: SUBSCRIPTION_EVENTS.failuresReset, data: { delivery_id: null } });
+  if (command.isActive === false && state.isActive) decided.push({ type: SUBSCRIPTION_EVENTS.deactivated, data: { reason: 'manual' } });
+  return right(decided);
+};
+
+const decideFor = (workspaceId: string): Aggregate<SubscriptionState, SubscriptionCommand>['decide'] => (command, state) => {
+  if (command.kind === 'create') {
+    if (state.exists || state.deleted) return left(domainError('CONFLICT', 'Webhook already exists'));
+    const events = checkEvents(command.events);
+    if (events._tag === 'Left') return events;
+    const { url, description, secretEncrypted, at } = command;
+    const data = { workspace_id: workspaceId, url, events: events.right, description, secret_encrypted: secretEncrypted, created_at: at };
+    return right([{ type: SUBSCRIPTION_EVENTS.created, data }]);
+  }
+  // Another workspace's subscription does not exist for this one.
+  if (state.workspaceId !== workspaceId) return notFound();
+  // A deletion whose stream removal did not complete is completed by the next DELETE.
+  if (command.kind === 'delete' && state.deleted) return right([]);
+  if (!state.exists) return notFound();
+  switch (command.kind) {
+    case 'update':
+      return decideUpdate(command, state);
+    case 'record_delivery_failed': {
+      if (state.recentDeliveries.includes(command.deliveryId)) return right([]);
+      const failures = state.consecutiveFailures + 1;
+      const decided: Decided[] = [{ type: SUBSCRIPTION_EVENTS.failureCounted, data: { delivery_id: command.deliveryId, consecutive_failures: failures } }];
+      if (state.isActive && failures >= AUTO_DISABLE_AFTER) decided.push({ type: SUBSCRIPTION_EVENTS.deactivated, data: { reason: 'consecutive_failures' } });
+      return right(decided);
+    }
+    case 'record_delivery_succeeded':
+      if (state.consecutiveFailures === 0 || state.recentDeliveries.includes(command.deliveryId)) return right([]);
+      return right([{ type: SUBSCRIPTION_EVENTS.failuresReset, data: { delivery_id: command.deliveryId } }]);
+    case 'delete':
+      return right([{ type: SUBSCRIPTION_EVENTS.deleted, data: {} }]);
+  }
+};
+
+export const evolveSubscription = evolve;
+export const initialSubscription = initial;
+
+/** The aggregate as seen by one workspace: commands on other workspaces' subscriptions find nothing. */
+export const subscriptionAggregate = (workspaceId: string): Aggregate<SubscriptionState, SubscriptionCommand> => ({
+  initial,
+  evolve,
+  decide: decideFor(workspaceId),
+});

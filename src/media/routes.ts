@@ -1,0 +1,95 @@
+// Media routes: POST /api/v1/media/upload, GET /api/v1/media/{id}, and the internal switch for a
+// workspace's own bucket (PUT /internal/v1/workspaces/{id}/media-bucket).
+import * as t from 'io-ts';
+import type { Core } from '../app/core.js';
+import { loadState } from '../app/command-handler.js';
+import {
+  mediaAggregate,
+  mediaBucketAggregate,
+  mediaBucketStream,
+  mediaObjectKey,
+  mediaStream,
+} from '../domain/media/media.js';
+import { business, invalid, notFound } from '../http/api-error.js';
+import type { RouteModule } from '../http/app.js';
+import type { ApiContext } from '../http/context.js';
+import { decode } from '../http/validation.js';
+import type { MediaStore } from './media-store.js';
+import { receiveUpload } from './upload.js';
+
+const MEDIA_ID = /^[0-9a-f]{32}$/;
+
+const BucketUrl = new t.Type<string, string, unknown>(
+  'http(s) URL',
+  (u): u is string => typeof u === 'string',
+  (u, c) => {
+    if (typeof u !== 'string' || !/^https?:\/\/[^\s]+$/i.test(u) || !URL.canParse(u)) return t.failure(u, c, 'Input should be an http or https URL');
+    return t.success(u.replace(/\/+$/, ''));
+  },
+  (s) => s,
+);
+const BucketBody = t.type({ base_url: t.union([BucketUrl, t.null]) });
+
+const contentDisposition = (fileName: string) => `inline; filename*=UTF-8''${encodeURIComponent(fileName)}`;
+
+export const mediaRoutes = (core: Core, store: MediaStore): RouteModule => {
+  /** The upload's metadata when `mediaId` names a file of `workspaceId`; else a 404 (short form). */
+  const fileOf = async (workspaceId: string, mediaId: string) => {
+    const records = MEDIA_ID.test(mediaId) ? await core.log.readStream(mediaStream(mediaId)) : [];
+    const file = records.reduce(mediaAggregate.evolve, mediaAggregate.initial);
+    if (file === null || records[0]?.workspaceId !== workspaceId) throw notFound('File');
+    return file;
+  };
+
+  const bucketOf = async (workspaceId: string) =>
+    (await loadState(core.log, mediaBucketStream(workspaceId), mediaBucketAggregate.evolve, mediaBucketAggregate.initial)).state;
+
+  return {
+    api(router) {
+      router.post('/media/upload', async (ctx: ApiContext) => {
+        if (!ctx.request.is('multipart/form-data')) {
+          throw invalid([{ type: 'content_type', loc: ['header', 'content-type'], msg: 'Expected multipart/form-data with a file part named "file"' }]);
+        }
+        const workspaceId = ctx.state.workspace.id;
+        const mediaId = core.newId();
+        const received = await receiveUpload(ctx, store, mediaObjectKey(workspaceId, mediaId), core.config.mediaMaxBytes);
+        const result = await core.handle(mediaAggregate, mediaStream(mediaId), workspaceId, { mediaId, ...received });
+        if (result._tag === 'Left') throw business(result.left);
+        const file = result.right.state;
+        if (file === null) throw new Error('media upload recorded no event');
+        ctx.status = 201;
+        ctx.body = { id: file.media_id, file_name: file.file_name, content_type: file.content_type, size: file.size, url: file.url };
+      });
+
+      router.get('/media/:media_id', async (ctx: ApiContext) => {
+        const workspaceId = ctx.state.workspace.id;
+        const mediaId = String(ctx.params['media_id']);
+        const file = await fileOf(workspaceId, mediaId);
+        const bucket = await bucketOf(workspaceId);
+        if (bucket !== null) {
+          ctx.redirect(`${bucket}/${mediaId}`);
+          return;
+        }
+        const object = await store.open(mediaObjectKey(workspaceId, mediaId));
+        if (object === null) throw notFound('File');
+        ctx.type = file.content_type;
+        ctx.length = object.size;
+        ctx.set('Content-Disposition', contentDisposition(file.file_name));
+        // Uploaded content is served as given; never let a browser sniff it into something else.
+        ctx.set('X-Content-Type-Options', 'nosniff');
+        ctx.body = object.stream;
+      });
+    },
+
+    internal(router) {
+      router.put('/workspaces/:workspace_id/media-bucket', async (ctx: ApiContext) => {
+        const workspaceId = String(ctx.params['workspace_id']);
+        if (core.directory.workspace(workspaceId) === undefined) throw notFound('Workspace');
+        const body = decode(BucketBody, ctx.request.body, 'body');
+        const result = await core.handle(mediaBucketAggregate, mediaBucketStream(workspaceId), workspaceId, { baseUrl: body.base_url });
+        if (result._tag === 'Left') throw business(result.left);
+        ctx.body = { workspace_id: workspaceId, base_url: result.right.state };
+      });
+    },
+  };
+};

@@ -1,0 +1,139 @@
+// Webhook management (spec "Webhook management", rules 1-6): create, list, patch, delete and the
+// synchronous test delivery. Routes decode, run a subscription command, and shape the answer.
+import * as t from 'io-ts';
+import type { Core } from '../app/core.js';
+import { loadState, type CommandResult } from '../app/command-handler.js';
+import { envelopeOf, isoLocal } from '../domain/envelope.js';
+import type { DomainError } from '../domain/errors.js';
+import {
+  WEBHOOK_TEST_EVENT,
+  subscriptionAggregate,
+  subscriptionStream,
+  type SubscriptionCommand,
+  type SubscriptionState,
+} from '../domain/subscription/subscription.js';
+import { business, notFound } from '../http/api-error.js';
+import type { RouteModule } from '../http/app.js';
+import type { ApiContext } from '../http/context.js';
+import { decode, text } from '../http/validation.js';
+import { newWebhookSecret, type SecretBox } from './secrets.js';
+import type { Sender } from './sender.js';
+import { sign } from './signature.js';
+import { runSubscriptionCommand, secretContext, type SubscriptionDirectory } from './subscriptions.js';
+
+export interface WebhookRouteDeps {
+  readonly directory: SubscriptionDirectory;
+  readonly sender: Sender;
+  readonly secrets: SecretBox;
+}
+
+/** Not checked beyond being a non-empty string of sane length: the test endpoint checks reachability (rule 3). */
+const isUrlText = (u: unknown): u is string => typeof u === 'string' && u.trim() !== '' && u.length <= 2048;
+const Url = new t.Type<string, string, unknown>(
+  'string (1 to 2048 characters)',
+  isUrlText,
+  (u, c) => (isUrlText(u) ? t.success(u) : t.failure(u, c, 'Input should be a non-empty string of at most 2048 characters')),
+  (s) => s,
+);
+const Events = t.array(t.string, 'array of event names');
+const Description = text(2000);
+
+const Create = t.intersection([t.type({ url: Url }), t.partial({ events: Events, description: Description })]);
+const Patch = t.partial({ url: Url, events: Events, description: Description, is_active: t.boolean });
+const Params = t.type({ webhook_id: t.string });
+
+const TEST_MESSAGE = 'Test event: if you can read this, your endpoint receives webhooks.';
+
+const view = (id: string, s: Pick<SubscriptionState, 'url' | 'events' | 'isActive' | 'description' | 'createdAt'>) => ({
+  id,
+  url: s.url,
+  events: s.events,
+  is_active: s.isActive,
+  description: s.description,
+  created_at: s.createdAt,
+});
+
+const failure = (error: DomainError) => (error.code === 'WEBHOOK_NOT_FOUND' ? notFound('Webhook') : business(error));
+
+export const webhookRoutes = (core: Core, deps: WebhookRouteDeps): RouteModule => {
+  /** Runs a command for the caller's workspace; answers once the directory has seen the result. */
+  const run = async (ctx: ApiContext, id: string, command: SubscriptionCommand): Promise<CommandResult<SubscriptionState>> => {
+    const result = await runSubscriptionCommand(core, ctx.state.workspace.id, id, command);
+    if (result._tag === 'Left') throw failure(result.left);
+    const last = result.right.records.at(-1);
+    if (last !== undefined) await deps.directory.waitFor(last.position);
+    return result.right;
+  };
+
+  /** The subscription as the log holds it now, with its secret; 404 for another workspace's. */
+  const current = async (workspaceId: string, id: string) => {
+    const { evolve, initial } = subscriptionAggregate(workspaceId);
+    const { state } = await loadState(core.log, subscriptionStream(id), evolve, initial);
+    if (!state.exists || state.workspaceId !== workspaceId) throw notFound('Webhook');
+    return { state, secret: deps.secrets.decrypt(state.secretEncrypted, secretContext(workspaceId, id)) };
+  };
+
+  return {
+    api(router) {
+      router.post('/webhooks', async (ctx) => {
+        const body = decode(Create, ctx.request.body, 'body');
+        const workspaceId = ctx.state.workspace.id;
+        const id = core.newId();
+        const secret = newWebhookSecret();
+        const { state } = await run(ctx, id, {
+          kind: 'create',
+          url: body.url,
+          events: body.events ?? [],
+          description: body.description ?? '',
+          secretEncrypted: deps.secrets.encrypt(secret, secretContext(workspaceId, id)),
+          at: isoLocal(Math.floor(core.clock() / 1000)),
+        });
+        ctx.status = 201;
+        ctx.body = { ...view(id, state), secret };
+      });
+
+      router.get('/webhooks', (ctx) => {
+        ctx.body = { items: deps.directory.list(ctx.state.workspace.id).map((row) => view(row.id, row)) };
+      });
+
+      router.patch('/webhooks/:webhook_id', async (ctx) => {
+        const { webhook_id: id } = decode(Params, ctx.params, 'path');
+        const body = decode(Patch, ctx.request.body ?? {}, 'body');
+        const { state } = await run(ctx, id, {
+          kind: 'update',
+          ...(body.url === undefined ? {} : { url: body.url }),
+          ...(body.events === undefined ? {} : { events: body.events }),
+          ...(body.description === undefined ? {} : { description: body.description }),
+          ...(body.is_active === undefined ? {} : { isActive: body.is_active }),
+        });
+        ctx.body = { ...view(id, state), consecutive_failures: state.consecutiveFailures };
+      });
+
+      router.delete('/webhooks/:webhook_id', async (ctx) => {
+        const { webhook_id: id } = decode(Params, ctx.params, 'path');
+        // The marker first (tailers learn of the deletion and cancel retries), then the stream goes.
+        await run(ctx, id, { kind: 'delete' });
+        await core.log.deleteStream(subscriptionStream(id));
+        ctx.status = 204;
+      });
+
+      router.post('/webhooks/:webhook_id/test', async (ctx) => {
+        const { webhook_id: id } = decode(Params, ctx.params, 'path');
+        const workspaceId = ctx.state.workspace.id;
+        const { state, secret } = await current(workspaceId, id);
+        const envelope = envelopeOf({ id: core.newId(), type: WEBHOOK_TEST_EVENT, micros: core.clock(), workspaceId, data: { webhook_id: id, message: TEST_MESSAGE } });
+        const body = Buffer.from(JSON.stringify(envelope));
+        const deliveryId = core.newId();
+        const outcome = await deps.sender.send({ url: state.url, body, eventType: WEBHOOK_TEST_EVENT, deliveryId, attempt: 1, secret });
+        ctx.body = {
+          delivered: outcome.delivered,
+          status_code: outcome.statusCode,
+          error: outcome.error,
+          latency_ms: outcome.latencyMs,
+          delivery_id: deliveryId,
+          signature_header: sign(secret, body),
+        };
+      });
+    },
+  };
+};

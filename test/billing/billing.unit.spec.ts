@@ -1,0 +1,135 @@
+// The billing and operator aggregates, pure: each path of a renewal attempt, payments and their
+// idempotency, and every emitted public event checked against the catalogue's codec.
+import { expect } from 'chai';
+import type * as t from 'io-ts';
+import { isRight } from 'fp-ts/lib/Either.js';
+import type { Aggregate, Decided } from '../../src/app/command-handler.js';
+import { EventData } from '../../src/domain/catalogue.js';
+import { billingAggregate, type BillingCommand, type BillingState } from '../../src/domain/billing/billing.js';
+import { isPublicEventType } from '../../src/domain/event-types.js';
+import { operatorAggregate } from '../../src/domain/operator/operator.js';
+
+const DAY = 24 * 3600 * 1000;
+const EXPIRY = Date.parse('2030-01-31T00:00:00.000Z');
+
+/** Folds `commands` from the initial state; returns the events of the last one and the final state. */
+const play = <S, C>(aggregate: Aggregate<S, C>, commands: readonly C[]) => {
+  let state = aggregate.initial;
+  let last: readonly Decided[] = [];
+  for (const command of commands) {
+    const decided = aggregate.decide(command, state);
+    if (!isRight(decided)) return { error: decided.left, state, last };
+    last = decided.right;
+    for (const e of last) {
+      if (isPublicEventType(e.type)) expect((EventData[e.type] as t.Mixed).decode(e.data)._tag === 'Right', `${e.type} ${JSON.stringify(e.data)}`).to.equal(true);
+    }
+    state = last.reduce(aggregate.evolve, state);
+  }
+  return { error: null, state, last };
+};
+
+const pay = (id: string, amount: number): BillingCommand => ({
+  kind: 'receive_payment',
+  payment: { payment_id: id, order_id: `o-${id}`, amount, currency: 'USD', method: 'card', transaction_id: `t-${id}` },
+});
+const subscribe = (over: Partial<Extract<BillingCommand, { kind: 'subscribe' }>> = {}): BillingCommand => ({
+  kind: 'subscribe',
+  paid: { plan: 'team', price: 30 },
+  expiresAt: new Date(EXPIRY).toISOString(),
+  autoRenew: true,
+  next: null,
+  trial: false,
+  ...over,
+});
+const renew = (trigger: 'auto' | 'manual', nowMs = EXPIRY): BillingCommand => ({ kind: 'renew', trigger, nowMs, periodMs: 30 * DAY, entryPlan: 'free' });
+
+const types = (events: readonly Decided[]) => events.map((e) => e.type);
+
+describe('billing aggregate (unit)', () => {
+  it('credits payments to the balance once per payment id', () => {
+    const { state, last } = play(billingAggregate, [pay('p1', 10.1), pay('p2', 0.2), pay('p2', 0.2)]);
+    expect(state.balance).to.equal(10.3);
+    expect(last).to.deep.equal([]);
+    const first = play(billingAggregate, [pay('p1', 10.1)]).last[0];
+    expect(first?.data).to.deep.equal({ payment_id: 'p1', order_id: 'o-p1', amount: 10.1, currency: 'USD', method: 'card', transaction_id: 't-p1', new_balance: 10.1 });
+  });
+
+  it('records a failed payment without touching the balance, and refuses a second currency', () => {
+    const failed = play(billingAggregate, [pay('p1', 5), { kind: 'fail_payment', payment: { payment_id: 'p2', order_id: 'o', amount: 9, method: 'card', reason: 'cancelled' } }]);
+    expect(types(failed.last)).to.deep.equal(['billing.payment_failed']);
+    expect(failed.state.balance).to.equal(5);
+    const inEuro: BillingCommand = { kind: 'receive_payment', payment: { payment_id: 'p3', order_id: 'o', amount: 1, currency: 'EUR', method: 'card', transaction_id: 't' } };
+    const euro = play(billingAggregate, [pay('p1', 5), inEuro]);
+    expect(euro.error?.code).to.equal('VALIDATION_ERROR');
+  });
+
+  it('renews automatically at expiry when the balance covers the price', () => {
+    const { state, last } = play(billingAggregate, [pay('p', 50), subscribe(), renew('auto')]);
+    expect(last).to.deep.equal([
+      { type: 'billing.plan_renewed', data: { plan: 'team', amount: 30, new_balance: 20, expires_at: new Date(EXPIRY + 30 * DAY).toISOString(), trigger: 'auto' } },
+    ]);
+    expect(state.balance).to.equal(20);
+  });
+
+  it('does nothing automatically before expiry', () => {
+    expect(play(billingAggregate, [pay('p', 50), subscribe(), renew('auto', EXPIRY - 1)]).last).to.deep.equal([]);
+  });
+
+  it('on an insufficient balance: balance_low, subscription_expired, then downgrade to the entry plan', () => {
+    const { state, last } = play(billingAggregate, [pay('p', 10), subscribe(), renew('auto')]);
+    expect(types(last)).to.deep.equal(['billing.balance_low', 'billing.subscription_expired', 'billing.plan_downgraded']);
+    expect(last[0]?.data).to.deep.equal({ plan: 'team', balance: 10, price: 30, shortfall: 20 });
+    expect(last[1]?.data).to.include({ old_plan: 'team', reason: 'insufficient_balance' });
+    expect(last[2]?.data).to.deep.equal({ old_plan: 'team', new_plan: 'free', expires_at: null });
+    expect(state.paid).to.equal(null);
+  });
+
+  it('with auto-renew off and no next plan: expires with auto_renew_disabled', () => {
+    const { last } = play(billingAggregate, [pay('p', 100), subscribe({ autoRenew: false }), renew('auto')]);
+    expect(types(last)).to.deep.equal(['billing.subscription_expired', 'billing.plan_downgraded']);
+    expect(last[0]?.data).to.include({ reason: 'auto_renew_disabled' });
+  });
+
+  it('switches to the chosen next plan, paid from the balance', () => {
+    const { state, last } = play(billingAggregate, [pay('p', 100), subscribe({ next: { plan: 'business', price: 80 } }), renew('auto')]);
+    expect(last).to.have.length(1);
+    expect(last[0]).to.deep.include({ type: 'billing.plan_changed' });
+    expect(last[0]?.data).to.include({ old_plan: 'team', new_plan: 'business', amount: 80, new_balance: 20 });
+    expect(state.paid).to.deep.equal({ plan: 'business', price: 80 });
+  });
+
+  it('ends a trial: converted when the next plan is affordable, else downgraded with a reason', () => {
+    const converted = play(billingAggregate, [pay('p', 40), subscribe({ trial: true, next: { plan: 'team', price: 30 } }), renew('auto')]).last;
+    expect(converted[0]?.data).to.include({ new_plan: 'team', reason: 'trial_converted' });
+    const ended = play(billingAggregate, [subscribe({ trial: true, next: { plan: 'team', price: 30 } }), renew('auto')]).last;
+    expect(ended).to.deep.equal([{ type: 'billing.plan_downgraded', data: { old_plan: 'team', new_plan: 'free', expires_at: null, reason: 'trial_ended' } }]);
+  });
+
+  it('renews manually from the current expiry, or reports balance_low with the trigger', () => {
+    const early = EXPIRY - 5 * DAY;
+    const renewed = play(billingAggregate, [pay('p', 30), subscribe(), renew('manual', early)]).last;
+    expect(renewed[0]?.data).to.include({ trigger: 'manual', expires_at: new Date(EXPIRY + 30 * DAY).toISOString(), new_balance: 0 });
+    const low = play(billingAggregate, [pay('p', 29.99), subscribe(), renew('manual', early)]);
+    expect(low.last).to.deep.equal([{ type: 'billing.balance_low', data: { plan: 'team', balance: 29.99, price: 30, shortfall: 0.01, trigger: 'manual' } }]);
+    expect(low.state.paid).to.deep.equal({ plan: 'team', price: 30 });
+  });
+
+  it('refuses a renewal without a paid plan', () => {
+    expect(play<BillingState, BillingCommand>(billingAggregate, [renew('manual')]).error?.code).to.equal('VALIDATION_ERROR');
+  });
+});
+
+describe('operator aggregate (unit)', () => {
+  const set = (status: 'online' | 'away' | 'custom', status_text: string | null = null) => ({ user_id: 'u1', status, status_text, status_emoji: null });
+
+  it('emits operator.status.changed on a change only', () => {
+    expect(play(operatorAggregate, [set('online')]).last).to.deep.equal([{ type: 'operator.status.changed', data: set('online') }]);
+    expect(play(operatorAggregate, [set('online'), set('online')]).last).to.deep.equal([]);
+    expect(types(play(operatorAggregate, [set('online'), set('away')]).last)).to.deep.equal(['operator.status.changed']);
+  });
+
+  it('needs a status_text for a custom status', () => {
+    expect(play(operatorAggregate, [set('custom')]).error?.code).to.equal('VALIDATION_ERROR');
+    expect(play(operatorAggregate, [set('custom', 'Lunch')]).last).to.have.length(1);
+  });
+});

@@ -1,0 +1,145 @@
+// The sender against a real local receiver: every failure kind, exact bytes, signature over the raw
+// body, keep-alive reuse, and the SSRF guard on real connects.
+import { expect } from 'chai';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { createSender, type DeliveryRequest, type Sender } from '../../src/webhooks/sender.js';
+import { verifySignature } from '../../src/webhooks/signature.js';
+import { startReceiver, type Receiver } from '../support/receiver.js';
+
+const LOOPBACK = ['127.0.0.0/8', '::1/128'];
+const SECRET = 'whsec_test';
+// Non-ASCII and odd spacing: a receiver that re-serializes would compute another signature.
+const BODY = Buffer.from('{"id":"e1", "type":"ticket.created","data":{"subject":"Grüße \\u00e9"}}');
+
+const requestTo = (url: string, overrides: Partial<DeliveryRequest> = {}): DeliveryRequest => ({
+  url,
+  body: BODY,
+  eventType: 'ticket.created',
+  deliveryId: 'd1',
+  attempt: 2,
+  secret: SECRET,
+  ...overrides,
+});
+
+const freePort = async (): Promise<number> => {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+};
+
+describe('webhook sender (real receiver)', () => {
+  let receiver: Receiver;
+  let sender: Sender;
+
+  beforeEach(async () => {
+    receiver = await startReceiver();
+    sender = createSender({ timeoutMs: 300, allowedNetworks: LOOPBACK });
+  });
+  afterEach(async () => {
+    await receiver.close();
+    await sender.close();
+  });
+
+  it('POSTs the exact bytes with the documented headers, and the signature verifies over the raw body', async () => {
+    const outcome = await sender.send(requestTo(receiver.url));
+    expect(outcome).to.include({ delivered: true, statusCode: 200, error: null });
+    const [received] = receiver.requests;
+    expect(received?.method).to.equal('POST');
+    expect(received?.body.equals(BODY)).to.equal(true);
+    expect(received?.headers).to.include({
+      'content-type': 'application/json',
+      'x-webhook-event': 'ticket.created',
+      'x-webhook-id': 'd1',
+      'x-webhook-attempt': '2',
+    });
+    const header = received?.headers['x-webhook-signature'] as string;
+    expect(header).to.match(/^sha256=[0-9a-f]{64}$/);
+    expect(verifySignature(SECRET, received?.body ?? Buffer.alloc(0), header)).to.equal(true);
+    const reserialized = JSON.stringify(JSON.parse(received?.body.toString('utf8') ?? ''));
+    expect(verifySignature(SECRET, reserialized, header)).to.equal(false);
+  });
+
+  it('counts any 2xx as delivered', async () => {
+    receiver.respond({ kind: 'status', status: 204 });
+    expect(await sender.send(requestTo(receiver.url))).to.include({ delivered: true, statusCode: 204 });
+  });
+
+  it('fails on a 5xx and on a 4xx with the status code', async () => {
+    receiver.respondOnce({ kind: 'status', status: 500, body: 'boom' }, { kind: 'status', status: 410 });
+    expect(await sender.send(requestTo(receiver.url))).to.include({ delivered: false, statusCode: 500, error: 'HTTP 500' });
+    expect(await sender.send(requestTo(receiver.url))).to.include({ delivered: false, statusCode: 410, error: 'HTTP 410' });
+  });
+
+  it('never follows a redirect: a 3xx is a failure', async () => {
+    receiver.respondOnce({ kind: 'redirect', status: 307, location: `${receiver.url}/elsewhere` });
+    const outcome = await sender.send(requestTo(receiver.url));
+    expect(outcome).to.include({ delivered: false, statusCode: 307 });
+    expect(outcome.error).to.match(/redirect/);
+    expect(receiver.requests).to.have.length(1);
+  });
+
+  it('fails with a timeout when the receiver does not answer in time', async () => {
+    receiver.respond({ kind: 'hang' });
+    const outcome = await sender.send(requestTo(receiver.url));
+    expect(outcome).to.include({ delivered: false, statusCode: null });
+    expect(outcome.error).to.match(/^timeout/);
+  });
+
+  it('fails with a timeout when the answer comes after the deadline', async () => {
+    receiver.respond({ kind: 'delay', ms: 1000, status: 200 });
+    const outcome = await sender.send(requestTo(receiver.url));
+    expect(outcome.delivered).to.equal(false);
+    expect(outcome.error).to.match(/^timeout/);
+  });
+
+  it('fails on a connection reset', async () => {
+    receiver.respond({ kind: 'reset' });
+    const outcome = await sender.send(requestTo(receiver.url));
+    expect(outcome).to.include({ delivered: false, statusCode: null });
+    expect(outcome.error).to.match(/reset|closed/);
+  });
+
+  it('fails when nothing listens', async () => {
+    const outcome = await sender.send(requestTo(`http://127.0.0.1:${await freePort()}/hook`));
+    expect(outcome).to.include({ delivered: false, statusCode: null });
+    expect(outcome.error).to.match(/connection refused/);
+  });
+
+  it('decides on the status line: a huge or broken 2xx body is still a delivery, and the sender stays usable', async () => {
+    receiver.respondOnce({ kind: 'huge', bytes: 50 * 1024 * 1024 }, { kind: 'close-mid-body' });
+    expect(await sender.send(requestTo(receiver.url))).to.include({ delivered: true, statusCode: 200 });
+    expect(await sender.send(requestTo(receiver.url))).to.include({ delivered: true, statusCode: 200 });
+    expect(await sender.send(requestTo(receiver.url))).to.include({ delivered: true, statusCode: 200 });
+  });
+
+  it('reuses a keep-alive connection for consecutive attempts', async () => {
+    for (let i = 0; i < 4; i++) await sender.send(requestTo(receiver.url));
+    // undici may open a second socket while the first is being released, but not one per attempt.
+    expect(new Set(receiver.requests.map((r) => r.remotePort)).size).to.be.lessThan(4);
+  });
+
+  it('refuses URLs it cannot send to without connecting', async () => {
+    expect(await sender.send(requestTo('not a url'))).to.include({ delivered: false, error: 'invalid URL' });
+    expect((await sender.send(requestTo('ftp://example.com/x'))).error).to.match(/unsupported URL scheme/);
+  });
+
+  describe('SSRF guard (default networks)', () => {
+    let guarded: Sender;
+    beforeEach(() => {
+      guarded = createSender({ timeoutMs: 300, allowedNetworks: [] });
+    });
+    afterEach(() => guarded.close());
+
+    for (const host of ['127.0.0.1', 'localhost', '[::ffff:127.0.0.1]', '0.0.0.0']) {
+      it(`refuses ${host} without sending anything`, async () => {
+        const outcome = await guarded.send(requestTo(`http://${host}:${receiver.port}/hook`));
+        expect(outcome).to.include({ delivered: false, statusCode: null });
+        expect(outcome.error).to.match(/^blocked address/);
+        expect(receiver.requests).to.have.length(0);
+      });
+    }
+  });
+});

@@ -1,0 +1,92 @@
+// The subscription aggregate's decisions, without I/O: fold the decided events and look at the state.
+import { expect } from 'chai';
+import type { Decided } from '../../src/app/command-handler.js';
+import { PUBLIC_EVENT_TYPES } from '../../src/domain/event-types.js';
+import {
+  AUTO_DISABLE_AFTER,
+  SUBSCRIPTION_EVENTS,
+  subscriptionAggregate,
+  type SubscriptionCommand,
+  type SubscriptionState,
+} from '../../src/domain/subscription/subscription.js';
+
+const WS = 'ws1';
+const aggregate = subscriptionAggregate(WS);
+
+/** Runs commands in order like the command handler does; returns the state and every decided event. */
+const run = (commands: SubscriptionCommand[], owner = aggregate) => {
+  let state = owner.initial;
+  const events: Decided[] = [];
+  for (const command of commands) {
+    const decision = owner.decide(command, state);
+    if (decision._tag === 'Left') return { state, events, error: decision.left };
+    events.push(...decision.right);
+    state = decision.right.reduce(owner.evolve, state);
+  }
+  return { state, events, error: null };
+};
+
+const create: SubscriptionCommand = { kind: 'create', url: 'https://x.test/h', events: [], description: '', secretEncrypted: 'v1:sealed', at: '2026-01-01T00:00:00.000' };
+const failed = (deliveryId: string): SubscriptionCommand => ({ kind: 'record_delivery_failed', deliveryId });
+
+describe('webhook subscription aggregate', () => {
+  it('creates an active subscription owned by the workspace, without the secret in clear', () => {
+    const { state, events } = run([{ ...create, events: ['ticket.created', 'ticket.created'] }]);
+    expect(state).to.include({ exists: true, isActive: true, workspaceId: WS, consecutiveFailures: 0, secretEncrypted: 'v1:sealed' });
+    expect(state.events).to.deep.equal(['ticket.created']);
+    expect(events[0]?.type).to.equal(SUBSCRIPTION_EVENTS.created);
+  });
+
+  it('refuses unknown event names with the unknown ones and the whole catalogue (create and update)', () => {
+    const { error } = run([{ ...create, events: ['ticket.created', 'ticket.exploded', 'webhook.test'] }]);
+    expect(error?.code).to.equal('VALIDATION_ERROR');
+    expect(error?.detail).to.deep.equal({ unknown: ['ticket.exploded', 'webhook.test'], valid: [...PUBLIC_EVENT_TYPES] });
+    expect(run([create, { kind: 'update', events: ['nope'] }]).error?.detail).to.have.deep.property('unknown', ['nope']);
+  });
+
+  it('changes only the fields passed, and nothing at all for an empty update', () => {
+    const { state } = run([{ ...create, description: 'd' }, { kind: 'update', url: 'https://y.test' }]);
+    expect(state).to.include({ url: 'https://y.test', description: 'd', isActive: true });
+    expect(run([create, { kind: 'update' }]).events).to.have.length(1);
+  });
+
+  it('deactivates on the 5th failed delivery in a row, in the same decision', () => {
+    const four = run([create, failed('d1'), failed('d2'), failed('d3'), failed('d4')]);
+    expect(four.state).to.include({ consecutiveFailures: 4, isActive: true });
+    const decision = aggregate.decide(failed('d5'), four.state);
+    expect(decision._tag === 'Right' && decision.right.map((e) => e.type)).to.deep.equal([SUBSCRIPTION_EVENTS.failureCounted, SUBSCRIPTION_EVENTS.deactivated]);
+    expect(AUTO_DISABLE_AFTER).to.equal(5);
+  });
+
+  it('counts a repeated report of the same delivery once', () => {
+    expect(run([create, failed('d1'), failed('d1'), failed('d1')]).state.consecutiveFailures).to.equal(1);
+  });
+
+  it('resets the counter on a success, and records nothing when it is already 0', () => {
+    expect(run([create, failed('d1'), failed('d2'), { kind: 'record_delivery_succeeded', deliveryId: 'd3' }]).state.consecutiveFailures).to.equal(0);
+    expect(run([create, { kind: 'record_delivery_succeeded', deliveryId: 'd1' }]).events).to.have.length(1);
+  });
+
+  it('PATCH is_active true reactivates and resets, even when already active (rule 4)', () => {
+    const disabled = run([create, ...['a', 'b', 'c', 'd', 'e'].map(failed)]).state;
+    expect(disabled).to.include({ isActive: false, consecutiveFailures: 5 });
+    const reactivate = (state: SubscriptionState) => run([{ kind: 'update', isActive: true }], { ...aggregate, initial: state }).state;
+    expect(reactivate(disabled)).to.include({ isActive: true, consecutiveFailures: 0 });
+    const activeWithFailures = run([create, failed('a'), failed('b')]).state;
+    expect(reactivate(activeWithFailures)).to.include({ isActive: true, consecutiveFailures: 0 });
+  });
+
+  it('is not found for another workspace, when missing, and after deletion', () => {
+    const { state } = run([create]);
+    const other = subscriptionAggregate('ws2');
+    expect(run([{ kind: 'update', description: 'x' }], { ...other, initial: state }).error?.code).to.equal('WEBHOOK_NOT_FOUND');
+    expect(run([{ kind: 'delete' }]).error?.code).to.equal('WEBHOOK_NOT_FOUND');
+    expect(run([create, { kind: 'delete' }, failed('d1')]).error?.code).to.equal('WEBHOOK_NOT_FOUND');
+  });
+
+  it('lets a second delete complete an interrupted one without a new marker', () => {
+    const { events, error } = run([create, { kind: 'delete' }, { kind: 'delete' }]);
+    expect(error).to.equal(null);
+    expect(events.map((e) => e.type)).to.deep.equal([SUBSCRIPTION_EVENTS.created, SUBSCRIPTION_EVENTS.deleted]);
+  });
+});

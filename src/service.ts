@@ -23,6 +23,7 @@ import { mediaFeature } from './media/feature.js';
 import { articlesFeature } from './articles/feature.js';
 import { billingFeature } from './billing/feature.js';
 import { webhooksFeature } from './webhooks/feature.js';
+import { createTicketsFeature } from './tickets/feature.js';
 
 export interface Service {
   readonly core: Core;
@@ -40,7 +41,7 @@ export interface ServiceOptions {
   readonly bootstrapWorkspace?: boolean;
 }
 
-export const FEATURES: readonly FeatureFactory[] = [createUpdatesFeature, mediaFeature, articlesFeature, billingFeature, webhooksFeature];
+export const FEATURES: readonly FeatureFactory[] = [createUpdatesFeature, mediaFeature, articlesFeature, billingFeature, webhooksFeature, createTicketsFeature];
 
 const SHUTDOWN_GRACE_MS = 5_000;
 

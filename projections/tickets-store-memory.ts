@@ -1,0 +1,37 @@
+// In-memory DocumentStore for the embedded mode: rebuilt from the log at every start (checkpoint 0).
+// Each partition keeps its keys in insertion order, which is creation (log) order.
+import type { DocumentProjection, DocumentStore, ListQuery, Page } from './tickets-store.js';
+
+export const createMemoryDocumentStore = <D>(projection: Pick<DocumentProjection<D>, 'partitionOf'>): DocumentStore<D> => {
+  const docs = new Map<string, D>();
+  const partitions = new Map<string, Set<string>>();
+  let position = 0;
+
+  const list = (query: ListQuery): Page<D> => {
+    const keys = [...(partitions.get(query.partition) ?? [])];
+    const where = Object.entries(query.where ?? {});
+    const matching = keys
+      .map((k) => docs.get(k) as D)
+      .filter((doc) => where.every(([field, value]) => (doc as Record<string, unknown>)[field] === value));
+    if (query.newestFirst) matching.reverse();
+    const start = (query.page - 1) * query.pageSize;
+    return { items: matching.slice(start, start + query.pageSize), total: matching.length };
+  };
+
+  return {
+    checkpoint: async () => position,
+    get: async (key) => docs.get(key),
+    async save(at, change) {
+      if (change !== undefined) {
+        const partition = projection.partitionOf(change.doc);
+        let keys = partitions.get(partition);
+        if (keys === undefined) partitions.set(partition, (keys = new Set()));
+        keys.add(change.key);
+        docs.set(change.key, change.doc);
+      }
+      position = Math.max(position, at);
+    },
+    list: async (query) => list(query),
+    dump: async () => new Map(docs),
+  };
+};

@@ -1,0 +1,112 @@
+// Ticket state as the aggregate folds it from stream `ticket-<id>`: status, assignment, creation time
+// and the ticket's messages (edits and reactions are decided against the message).
+import type { Aggregate } from '../../app/command-handler.js';
+import type { Json, JsonObject } from '../../log/event-log.js';
+import type { SenderType, TicketPriority, TicketStatus } from '../catalogue.js';
+
+/** Internal: everything the ticket's read model and aggregate need that ticket.created leaves out. */
+export const TICKET_OPENED = 'ticket.opened';
+/** Internal: the new values of a change whose public ticket.updated carries only ids. */
+export const TICKET_CHANGED = 'ticket.changed';
+
+export interface MessageState {
+  readonly senderType: SenderType;
+  readonly senderId: string | null;
+  readonly isInternal: boolean;
+  readonly content: string;
+  readonly hasMedia: boolean;
+  /** reactor_id → emoji: one reaction per reactor and message. */
+  readonly reactions: Readonly<Record<string, string>>;
+}
+
+export interface TicketState {
+  readonly exists: boolean;
+  readonly workspaceId: string;
+  readonly contactId: string;
+  readonly createdUs: number;
+  readonly status: TicketStatus;
+  readonly subject: string | null;
+  readonly priority: TicketPriority;
+  readonly operatorId: string | null;
+  readonly messages: Readonly<Record<string, MessageState>>;
+}
+
+export const initialTicket: TicketState = {
+  exists: false,
+  workspaceId: '',
+  contactId: '',
+  createdUs: 0,
+  status: 'new',
+  subject: null,
+  priority: 'normal',
+  operatorId: null,
+  messages: {},
+};
+
+/** A system message is a bot message without a sender; it cannot be edited. */
+export const isSystemMessage = (m: MessageState): boolean => m.senderType === 'bot' && m.senderId === null;
+
+const str = (v: Json | undefined): string => String(v);
+const strOrNull = (v: Json | undefined): string | null => (typeof v === 'string' ? v : null);
+
+const withMessage = (state: TicketState, id: string, change: (m: MessageState) => MessageState): TicketState => {
+  const message = state.messages[id];
+  return message === undefined ? state : { ...state, messages: { ...state.messages, [id]: change(message) } };
+};
+
+const changed = (state: TicketState, data: JsonObject): TicketState => ({
+  ...state,
+  ...('subject' in data ? { subject: strOrNull(data['subject']) } : {}),
+  ...('priority' in data ? { priority: data['priority'] as TicketPriority } : {}),
+  ...('status' in data ? { status: data['status'] as TicketStatus } : {}),
+});
+
+export const evolveTicket: Aggregate<TicketState, unknown>['evolve'] = (state, { type, data }) => {
+  switch (type) {
+    case TICKET_OPENED:
+      return {
+        ...state,
+        exists: true,
+        workspaceId: str(data['workspace_id']),
+        contactId: str(data['contact_id']),
+        createdUs: Number(data['created_us']),
+        status: data['status'] as TicketStatus,
+        subject: strOrNull(data['subject']),
+        priority: data['priority'] as TicketPriority,
+      };
+    case TICKET_CHANGED:
+      return changed(state, data);
+    case 'ticket.assigned':
+      return { ...state, operatorId: str(data['operator_id']), status: data['status'] as TicketStatus };
+    case 'ticket.transferred':
+      return { ...state, operatorId: strOrNull(data['operator_id']) };
+    case 'ticket.force_taken':
+      return { ...state, operatorId: str(data['operator_id']) };
+    case 'ticket.closed':
+      return { ...state, status: 'closed' };
+    case 'ticket.reopened':
+      return { ...state, status: data['status'] as TicketStatus };
+    case 'message.created': {
+      const message: MessageState = {
+        senderType: data['sender_type'] as SenderType,
+        senderId: strOrNull(data['sender_id']),
+        isInternal: data['is_internal'] === true,
+        content: str(data['content']),
+        hasMedia: Array.isArray(data['media']) && data['media'].length > 0,
+        reactions: {},
+      };
+      return { ...state, messages: { ...state.messages, [str(data['message_id'])]: message } };
+    }
+    case 'message.edited':
+      return withMessage(state, str(data['message_id']), (m) => ({ ...m, content: str(data['content']) }));
+    case 'message.reaction.added':
+      return withMessage(state, str(data['message_id']), (m) => ({ ...m, reactions: { ...m.reactions, [str(data['reactor_id'])]: str(data['emoji']) } }));
+    case 'message.reaction.removed':
+      return withMessage(state, str(data['message_id']), (m) => {
+        const { [str(data['reactor_id'])]: _removed, ...rest } = m.reactions;
+        return { ...m, reactions: rest };
+      });
+    default:
+      return state;
+  }
+};

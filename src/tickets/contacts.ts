@@ -1,0 +1,101 @@
+// Contact commands: upsert by telegram_id/email (race-free through the identity streams of
+// domain/contact/identity.ts), block/unblock and the throttled visitor.reply_waiting.
+import type { Either } from 'fp-ts/lib/Either.js';
+import type { CommandResult } from '../app/command-handler.js';
+import type { Core } from '../app/core.js';
+import { contactAggregate, contactStream, type ContactCommand, type ContactFields, type ContactState } from '../domain/contact/contact.js';
+import { CONTACT_IDENTITY_CLAIMED, identityKeys, identityStream, normalizeEmail, type IdentityKey } from '../domain/contact/identity.js';
+import type { DomainError } from '../domain/errors.js';
+import { WrongExpectedRevision } from '../log/event-log.js';
+import { createKeyedLock, lockAll } from './keyed-lock.js';
+
+export type ContactResult = Either<DomainError, CommandResult<ContactState> & { readonly contactId: string }>;
+
+type Variant<C> = C extends unknown ? Omit<C, 'contactId' | 'workspaceId' | 'now'> : never;
+
+export const createContactCommands = (core: Core) => {
+  const identityLock = createKeyedLock();
+
+  /** The identifier's contact: the last claim of its stream (a claim is only ever re-pointed once, below). */
+  const ownerOf = async (workspaceId: string, key: IdentityKey): Promise<string | null> => {
+    const last = (await core.log.readStream(identityStream(workspaceId, key))).at(-1);
+    return last === undefined ? null : String(last.data['contact_id']);
+  };
+
+  const claimEvent = (workspaceId: string, key: IdentityKey, contactId: string) => ({
+    id: core.newId(),
+    type: CONTACT_IDENTITY_CLAIMED,
+    workspaceId,
+    data: { contact_id: contactId, kind: key.kind },
+  });
+
+  /** Claims the identifier for `proposed`; when another upsert got there first, returns its contact. */
+  const claim = async (workspaceId: string, key: IdentityKey, proposed: string, expected: 'no_stream' | 0 = 'no_stream'): Promise<string> => {
+    try {
+      await core.log.append(identityStream(workspaceId, key), [claimEvent(workspaceId, key, proposed)], expected);
+      return proposed;
+    } catch (error) {
+      const owner = error instanceof WrongExpectedRevision ? await ownerOf(workspaceId, key) : null;
+      if (owner === null) throw error;
+      return owner;
+    }
+  };
+
+  /**
+   * The contact owning any of the identifiers (telegram_id first), claiming the unclaimed ones for it.
+   * When this call starts a new contact but a concurrent call has meanwhile given one of the other
+   * identifiers a contact, it adopts that contact and re-points the identifiers it had just claimed
+   * (expected revision 0: only its own fresh claim is replaced), so both calls end on one contact.
+   */
+  const contactIdOf = async (workspaceId: string, keys: readonly IdentityKey[]): Promise<string> => {
+    const owners = await Promise.all(keys.map((k) => ownerOf(workspaceId, k)));
+    let contactId = owners.find((o) => o !== null) ?? null;
+    let fresh: IdentityKey[] = [];
+    for (const [i, key] of keys.entries()) {
+      if (owners[i] !== null) continue;
+      const proposed = contactId ?? core.newId();
+      const owner = await claim(workspaceId, key, proposed);
+      if (contactId === null) {
+        contactId = owner;
+        if (owner === proposed) fresh.push(key);
+      } else if (owner === contactId) {
+        if (fresh.length > 0) fresh.push(key);
+      } else if (fresh.length > 0) {
+        for (const mine of fresh) await claim(workspaceId, mine, owner, 0);
+        fresh = [];
+        contactId = owner;
+      }
+    }
+    if (contactId === null) throw new Error('a contact needs telegram_id or email');
+    return contactId;
+  };
+
+  const run = async (workspaceId: string, contactId: string, command: Variant<ContactCommand>): Promise<ContactResult> => {
+    const full = { ...command, contactId, workspaceId, now: core.clock() } as ContactCommand;
+    const result = await core.handle(contactAggregate, contactStream(contactId), workspaceId, full);
+    return result._tag === 'Left' ? result : { _tag: 'Right', right: { ...result.right, contactId } };
+  };
+
+  return {
+    /** Creates or updates the contact known by telegram_id or email; the caller checks one is given. */
+    async save(workspaceId: string, fields: Partial<ContactFields>, via: 'api' | 'widget'): Promise<ContactResult> {
+      const normalized = {
+        ...fields,
+        ...(typeof fields.email === 'string' ? { email: normalizeEmail(fields.email) } : {}),
+        ...(typeof fields.telegram_id === 'string' ? { telegram_id: fields.telegram_id.trim() } : {}),
+      };
+      const keys = identityKeys(normalized);
+      // Upserts sharing an identifier run one at a time in this process, so two identifiers claimed
+      // by concurrent calls cannot split one person into two contacts; across API servers the
+      // identity streams still agree on each identifier (and re-point a fresh claim, above).
+      return lockAll(identityLock, keys.map((k) => identityStream(workspaceId, k)), async () =>
+        run(workspaceId, await contactIdOf(workspaceId, keys), { kind: 'save', fields: normalized, via }),
+      );
+    },
+    run,
+  };
+};
+
+export type ContactCommands = ReturnType<typeof createContactCommands>;
+
+export const hasIdentity = (fields: Partial<ContactFields> | undefined): boolean => identityKeys(fields ?? {}).length > 0;

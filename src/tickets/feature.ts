@@ -1,0 +1,28 @@
+// The tickets feature: tickets, messages and contacts — aggregates, read models, public routes
+// under /api/v1 and the internal commands under /internal/v1.
+import type { Core, Feature } from '../app/core.js';
+import { createContactCommands } from './contacts.js';
+import { createTicketQuota } from './quota.js';
+import { createTicketReadModels } from './read-models.js';
+import { contactRoutes } from './routes-contacts.js';
+import { internalRoutes } from './routes-internal.js';
+import { messageRoutes } from './routes-messages.js';
+import { ticketRoutes } from './routes-tickets.js';
+import { createTicketCommands } from './ticket-commands.js';
+
+export const createTicketsFeature = (core: Core): Feature => {
+  const readModels = createTicketReadModels(core);
+  const contacts = createContactCommands(core);
+  const commands = createTicketCommands(core, contacts, createTicketQuota(core.log, core.clock, core.newId), readModels);
+  const deps = { core, commands, contacts, readModels };
+  const api = [ticketRoutes(deps), messageRoutes(deps), contactRoutes(deps)];
+  return {
+    name: 'tickets',
+    routes: {
+      api: (router) => api.forEach((register) => register(router)),
+      internal: internalRoutes(deps),
+    },
+    start: () => readModels.start(),
+    stop: () => readModels.stop(),
+  };
+};

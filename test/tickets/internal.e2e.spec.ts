@@ -1,0 +1,89 @@
+import { expect } from 'chai';
+import { call, startTestService, type TestService, type TestWorkspace } from '../support/server.js';
+import { eventsOf, expectBusinessError, expectCatalogueData, ticketId, uniqueEmail } from '../support/tickets-fixtures.js';
+
+describe('internal ticket and contact commands (e2e)', () => {
+  let test: TestService;
+  let ws: TestWorkspace;
+  let base: string;
+
+  before(async () => {
+    test = await startTestService();
+    ws = await test.createWorkspace();
+    base = `/internal/v1/workspaces/${ws.workspaceId}`;
+  });
+  after(() => test.close());
+
+  const typesFor = async (id: string) => (await eventsOf(test, ws.workspaceId)).filter((e) => e.data['ticket_id'] === id).map((e) => e.type);
+
+  it('assign, transfer and force take emit their catalogue events', async () => {
+    const id = await ticketId(ws);
+    const assigned = await test.admin('POST', `${base}/tickets/${id}/assign`, { operator_id: 'op1', operator_name: 'Ann' });
+    expect(assigned.status).to.equal(200);
+    expect(assigned.body).to.include({ operator_id: 'op1', status: 'in_progress' });
+    const taken = await test.admin('POST', `${base}/tickets/${id}/force-take`, { operator_id: 'op2' });
+    expect(taken.body.operator_id).to.equal('op2');
+    expectBusinessError(await test.admin('POST', `${base}/tickets/${id}/force-take`, { operator_id: 'op2' }), 422, 'VALIDATION_ERROR');
+    const moved = await test.admin('POST', `${base}/tickets/${id}/transfer`, { department_id: 'd1', department_name: 'Billing', operator_id: 'op3', operator_name: 'Cy' });
+    expect(moved.body).to.include({ department_id: 'd1', operator_id: 'op3' });
+    expect(await typesFor(id)).to.include.members(['ticket.assigned', 'ticket.updated', 'ticket.force_taken', 'ticket.transferred']);
+    const events = await eventsOf(test, ws.workspaceId);
+    expect(events.find((e) => e.type === 'ticket.force_taken')?.data).to.deep.equal({ ticket_id: id, operator_id: 'op2', previous_operator_id: 'op1' });
+    expectCatalogueData(events);
+  });
+
+  it('operator messages and internal notes, edits (not of system messages) and reactions', async () => {
+    const id = await ticketId(ws);
+    const note = await test.admin('POST', `${base}/tickets/${id}/messages`, { sender: 'operator', operator_id: 'op1', operator_name: 'Ann', content: 'note', is_internal: true });
+    expect(note.status).to.equal(201);
+    expect(note.body).to.include({ sender_type: 'operator', sender_id: 'op1', is_internal: true });
+    const edited = await test.admin('PATCH', `${base}/tickets/${id}/messages/${note.body.id}`, { content: 'better note' });
+    expect(edited.body).to.include({ content: 'better note' });
+    expect(edited.body.edited_at).to.be.a('string');
+
+    const system = await test.admin('POST', `${base}/tickets/${id}/messages`, { sender: 'system', content: 'Ticket moved' });
+    expectBusinessError(await test.admin('PATCH', `${base}/tickets/${id}/messages/${system.body.id}`, { content: 'x' }), 422, 'VALIDATION_ERROR');
+    expectBusinessError(await test.admin('PATCH', `${base}/tickets/${id}/messages/nope`, { content: 'x' }), 404, 'MESSAGE_NOT_FOUND');
+
+    const reacted = await test.admin('POST', `${base}/tickets/${id}/messages/${note.body.id}/reactions`, { reactor_kind: 'operator', reactor_id: 'op2', emoji: '👍' });
+    expect(reacted.body.reactions).to.deep.equal([{ reactor_kind: 'operator', reactor_id: 'op2', emoji: '👍' }]);
+    const removed = await test.admin('DELETE', `${base}/tickets/${id}/messages/${note.body.id}/reactions/op2`);
+    expect(removed.body.reactions).to.deep.equal([]);
+
+    const events = await eventsOf(test, ws.workspaceId);
+    expect(events.find((e) => e.type === 'message.edited')?.data).to.include({ message_id: note.body.id, ticket_id: id, content: 'better note', is_internal: true });
+    expect(events.find((e) => e.type === 'message.reaction.added')?.data).to.deep.equal({ message_id: note.body.id, reactor_kind: 'operator', reactor_id: 'op2', emoji: '👍' });
+    expect(events.find((e) => e.type === 'message.reaction.removed')?.data).to.deep.equal({ message_id: note.body.id, reactor_id: 'op2' });
+    expectCatalogueData(events);
+    // An internal note is not the ticket's last message preview.
+    expect((await ws.api('GET', `/api/v1/tickets/${id}`)).body.last_message_preview).to.equal('Ticket moved');
+  });
+
+  it('widget identify: contact.created the first time, contact.identified on every call', async () => {
+    const email = uniqueEmail();
+    const first = await test.admin('POST', `${base}/contacts/identify`, { email, internal_id: 'ext-1' });
+    expect(first.status).to.equal(200);
+    await test.admin('POST', `${base}/contacts/identify`, { email, full_name: 'Dee' });
+    const events = (await eventsOf(test, ws.workspaceId, ['contact.created', 'contact.identified'])).filter((e) => e.data['id'] === first.body.id);
+    expect(events.map((e) => e.type)).to.deep.equal(['contact.created', 'contact.identified', 'contact.identified']);
+    expect(events[2]?.data).to.deep.equal({ id: first.body.id, internal_id: 'ext-1', email, full_name: 'Dee', phone: null, telegram_id: null });
+    expectCatalogueData(events);
+  });
+
+  it('visitor.reply_waiting at most once per 5 minutes per visitor', async () => {
+    const id = await ticketId(ws, { message: 'hi' });
+    const reply = await ws.api('POST', `/api/v1/tickets/${id}/messages`, { content: 'An answer for you' });
+    const body = { message_id: reply.body.id, operator_name: 'Ann' };
+    expect((await test.admin('POST', `${base}/tickets/${id}/reply-waiting`, body)).body).to.deep.equal({ emitted: true });
+    expect((await test.admin('POST', `${base}/tickets/${id}/reply-waiting`, body)).body).to.deep.equal({ emitted: false });
+    const events = (await eventsOf(test, ws.workspaceId, ['visitor.reply_waiting'])).filter((e) => e.data['ticket_id'] === id);
+    expect(events).to.have.length(1);
+    expect(events[0]?.data).to.include({ message_id: reply.body.id, preview: 'An answer for you', operator_name: 'Ann' });
+    expectCatalogueData(events);
+  });
+
+  it('needs the admin token and an existing workspace', async () => {
+    expect((await call(`${test.url}${base}/contacts/identify`, 'POST', ws.apiKey, { email: uniqueEmail() })).status).to.equal(401);
+    expect((await test.admin('POST', '/internal/v1/workspaces/nope/contacts/identify', { email: uniqueEmail() })).status).to.equal(404);
+  });
+});

@@ -1,0 +1,28 @@
+// The one place that opens ioredis connections, so every adapter gets the same outage behaviour.
+import { Redis } from 'ioredis';
+
+export type RedisRole =
+  /** Request-path commands (rate limits, publishes, schedule): fail fast rather than queue while Redis is away. */
+  | 'command'
+  /** A pub/sub connection: SUBSCRIBE is queued until connected and re-sent after every reconnect. */
+  | 'subscriber';
+
+const RETRY_MAX_MS = 2_000;
+
+export const createRedisClient = (url: string, role: RedisRole, options: { commandTimeoutMs?: number } = {}): Redis => {
+  const client = new Redis(url, {
+    connectTimeout: 1_000,
+    // Reconnects forever in the background, backing off to one try every 2 s.
+    retryStrategy: (times) => Math.min(times * 100, RETRY_MAX_MS),
+    ...(role === 'command'
+      ? { enableOfflineQueue: false, maxRetriesPerRequest: 0, commandTimeout: options.commandTimeoutMs ?? 200 }
+      : { enableOfflineQueue: true, maxRetriesPerRequest: null, autoResubscribe: true }),
+  });
+  // Without a listener ioredis prints every failed reconnect; callers report outages where they matter.
+  client.on('error', () => undefined);
+  return client;
+};
+
+/** Resolves once the client can take commands (a `command` client refuses them before that). */
+export const redisReady = (client: Redis): Promise<void> =>
+  client.status === 'ready' ? Promise.resolve() : new Promise((resolve) => client.once('ready', () => resolve()));

@@ -22,7 +22,7 @@ import { createUpdatesFeature } from './updates/feature.js';
 import { mediaFeature } from './media/feature.js';
 import { articlesFeature } from './articles/feature.js';
 import { billingFeature } from './billing/feature.js';
-import { webhooksFeature } from './webhooks/feature.js';
+import { webhooksWithDeliveryFeature } from './webhooks/dispatch/feature.js';
 import { createTicketsFeature } from './tickets/feature.js';
 
 export interface Service {
@@ -41,7 +41,7 @@ export interface ServiceOptions {
   readonly bootstrapWorkspace?: boolean;
 }
 
-export const FEATURES: readonly FeatureFactory[] = [createUpdatesFeature, mediaFeature, articlesFeature, billingFeature, webhooksFeature, createTicketsFeature];
+export const FEATURES: readonly FeatureFactory[] = [createUpdatesFeature, mediaFeature, articlesFeature, billingFeature, webhooksWithDeliveryFeature, createTicketsFeature];
 
 const SHUTDOWN_GRACE_MS = 5_000;
 

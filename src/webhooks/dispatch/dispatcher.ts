@@ -1,0 +1,303 @@
+// The dispatcher core: fan-out of sequenced public events into deliveries, and the attempts.
+// Independent of how events arrive (a log tail embedded, a Kafka consumer distributed): fanOut()
+// only records deliveries and queues their first attempt; workers (the pump) take due attempts from
+// the RetrySchedule. The in-memory state holds only deliveries still waiting; the log holds the rest.
+import { left, right, type Either } from 'fp-ts/lib/Either.js';
+import type { Decided } from '../../app/command-handler.js';
+import { deliveryAggregate, foldDeliveries, type Delivery, type DeliveryCommand } from '../../domain/delivery/delivery.js';
+import { deliveryIdOf, deliveryStream } from '../../domain/delivery/ids.js';
+import { domainError, type DomainError } from '../../domain/errors.js';
+import { isPublicEventType } from '../../domain/event-types.js';
+import type { MicrosClock } from '../../log/clock.js';
+import type { EventLog, RecordedEvent } from '../../log/event-log.js';
+import type { AttemptOutcome, Sender } from '../sender.js';
+import type { SubscriptionDirectory, SubscriptionRow } from '../subscriptions.js';
+import { bodyAtPosition, envelopeBytes } from './bodies.js';
+import { createPump } from './pump.js';
+import { createRecorder } from './recorder.js';
+import type { DueAttempt, RetrySchedule } from './retry-schedule.js';
+
+export type DeliveryReport = { readonly kind: 'record_delivery_failed' | 'record_delivery_succeeded'; readonly deliveryId: string };
+
+export interface DispatcherDeps {
+  readonly log: EventLog;
+  readonly subscriptions: SubscriptionDirectory;
+  readonly sender: Sender;
+  readonly schedule: RetrySchedule;
+  /** Counts a failed delivery on the subscription (the 5th in a row deactivates it) or resets the count. Idempotent per delivery id. */
+  readonly report: (workspaceId: string, subscriptionId: string, report: DeliveryReport) => Promise<void>;
+  readonly clock: MicrosClock;
+  readonly retryDelaysMs: readonly number[];
+  readonly maxInFlight: number;
+  readonly maxInFlightPerSubscription: number;
+}
+
+/** A delivery read back from the log after a restart. */
+export interface RestoredDelivery {
+  readonly delivery: Delivery;
+  readonly workspaceId: string;
+}
+
+export interface Dispatcher {
+  /**
+   * Records one delivery per matching subscription (active, type subscribed, created before the event)
+   * and queues its first attempt. Resolves once the deliveries are durable. Idempotent: a replayed
+   * event finds its deliveries already known. `fannedOutThrough` is stamped on the records so an
+   * embedded restart can derive its checkpoint from the log.
+   */
+  fanOut(record: RecordedEvent, fannedOutThrough?: number): Promise<void>;
+  /** Takes over deliveries read back from the log; those of events after `fannedOutThrough` are remembered so a replay skips them. */
+  resume(restored: readonly RestoredDelivery[], fannedOutThrough: number): Promise<void>;
+  /** Cancels the waiting deliveries of events before the deactivation at `position`. */
+  subscriptionDeactivated(subscriptionId: string, position: number): Promise<void>;
+  /** Forgets the subscription's deliveries and deletes their history. */
+  subscriptionDeleted(subscriptionId: string): Promise<void>;
+  /** Manual retry of a failed or cancelled delivery: a new round of attempts, the first one now. Null when there is no such delivery. */
+  retry(subscription: SubscriptionRow, deliveryId: string): Promise<Either<DomainError, Delivery> | null>;
+  start(): void;
+  stop(): Promise<void>;
+}
+
+interface Pending {
+  delivery: Delivery;
+  readonly workspaceId: string;
+  body: Buffer | null;
+  inFlight: boolean;
+}
+
+const decided = (command: DeliveryCommand, state: Delivery | null): readonly Decided[] => {
+  const result = deliveryAggregate.decide(command, state);
+  if (result._tag === 'Left') throw new Error(`delivery ${state?.id ?? '?'}: ${result.left.message}`);
+  return result.right;
+};
+
+const fold = (state: Delivery | null, events: readonly Decided[]): Delivery => {
+  const next = events.reduce(deliveryAggregate.evolve, state);
+  if (next === null) throw new Error('a delivery command produced no delivery');
+  return next;
+};
+
+export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
+  const { log, subscriptions, sender, schedule, clock } = deps;
+  const recorder = createRecorder(log);
+  const pending = new Map<string, Pending>();
+  const bySubscription = new Map<string, Set<string>>();
+  /** Deliveries already in the log for events a restart replays. */
+  const known = new Set<string>();
+  const bodies = new Map<number, Promise<Buffer | null>>();
+  const reports = new Map<string, Promise<void>>();
+  const settling = new Set<Promise<void>>();
+
+  const track = (p: Pending): void => {
+    pending.set(p.delivery.id, p);
+    const ids = bySubscription.get(p.delivery.subscriptionId) ?? new Set<string>();
+    ids.add(p.delivery.id);
+    bySubscription.set(p.delivery.subscriptionId, ids);
+  };
+
+  const forget = (p: Pending): void => {
+    pending.delete(p.delivery.id);
+    const ids = bySubscription.get(p.delivery.subscriptionId);
+    ids?.delete(p.delivery.id);
+    if (ids?.size === 0) bySubscription.delete(p.delivery.subscriptionId);
+  };
+
+  const enqueue = async (p: Pending, dueAt: number): Promise<void> => {
+    await schedule.put({ deliveryId: p.delivery.id, subscriptionId: p.delivery.subscriptionId, dueAt });
+    pump.kick();
+  };
+
+  /** Appends to the subscription's stream, never re-creating the stream of a deleted subscription. */
+  const record = async (workspaceId: string, subscriptionId: string, events: readonly Decided[]): Promise<void> => {
+    if (events.length === 0 || subscriptions.get(workspaceId, subscriptionId) === undefined) return;
+    const stream = deliveryStream(subscriptionId);
+    await recorder.record(stream, workspaceId, events);
+    // Deleted while the append was under way: what was just written must go with the rest.
+    if (subscriptions.get(workspaceId, subscriptionId) === undefined) await log.deleteStream(stream);
+  };
+
+  const apply = async (p: Pending, command: DeliveryCommand): Promise<void> => {
+    const events = decided(command, p.delivery);
+    p.delivery = fold(p.delivery, events);
+    await record(p.workspaceId, p.delivery.subscriptionId, events);
+  };
+
+  const cancel = async (p: Pending, reason: string): Promise<void> => {
+    forget(p);
+    await schedule.remove(p.delivery.id);
+    await apply(p, { kind: 'cancel', reason, at: clock() });
+  };
+
+  /** Subscription reports run one at a time per subscription, so the failure count sees them in order. */
+  const reportSerially = (p: Pending, kind: DeliveryReport['kind']): Promise<void> => {
+    const { subscriptionId } = p.delivery;
+    const previous = reports.get(subscriptionId) ?? Promise.resolve();
+    const next = previous.then(async () => {
+      const row = subscriptions.get(p.workspaceId, subscriptionId);
+      if (row === undefined || (kind === 'record_delivery_succeeded' && row.consecutiveFailures === 0)) return;
+      await deps.report(p.workspaceId, subscriptionId, { kind, deliveryId: p.delivery.id });
+    });
+    const settled = next.catch(() => undefined);
+    reports.set(subscriptionId, settled);
+    void settled.then(() => {
+      if (reports.get(subscriptionId) === settled) reports.delete(subscriptionId);
+    });
+    return next;
+  };
+
+  /**
+   * After an attempt: the subscription is told first, then the outcome recorded. A crash between the
+   * two repeats the attempt, and the report, keyed by delivery id, then counts once.
+   */
+  const conclude = async (p: Pending, attempt: number, outcome: AttemptOutcome): Promise<void> => {
+    const events = decided({ kind: 'record_attempt', attempt, outcome, at: clock(), retryDelaysMs: deps.retryDelaysMs }, p.delivery);
+    const delivery = fold(p.delivery, events);
+    if (delivery.status === 'delivered') {
+      forget(p);
+      await reportSerially(p, 'record_delivery_succeeded');
+    } else if (delivery.status === 'failed') {
+      forget(p);
+      await reportSerially(p, 'record_delivery_failed');
+    }
+    p.delivery = delivery;
+    await record(p.workspaceId, delivery.subscriptionId, events);
+    if (delivery.status !== 'waiting' || delivery.nextAttemptAt === null) return;
+    const row = subscriptions.get(p.workspaceId, delivery.subscriptionId);
+    if (row === undefined) forget(p);
+    else if (!row.isActive) await cancel(p, 'subscription_inactive');
+    else await enqueue(p, delivery.nextAttemptAt);
+  };
+
+  const settle = (work: Promise<void>, deliveryId: string): void => {
+    const tracked = work.catch((error: unknown) => console.error(`webhook delivery ${deliveryId}:`, error));
+    settling.add(tracked);
+    void tracked.finally(() => settling.delete(tracked));
+  };
+
+  const bodyOf = (p: Pending): Promise<Buffer | null> => {
+    if (p.body !== null) return Promise.resolve(p.body);
+    const position = p.delivery.eventPosition;
+    let body = bodies.get(position);
+    if (body === undefined) {
+      body = bodyAtPosition(log, position);
+      bodies.set(position, body);
+      void body.finally(() => bodies.delete(position)).catch(() => undefined);
+    }
+    return body;
+  };
+
+  /** One attempt; resolves when its slot is free (the bookkeeping after it continues in `settling`). */
+  const attemptOnce = async (entry: DueAttempt): Promise<void> => {
+    const p = pending.get(entry.deliveryId);
+    if (p === undefined || p.inFlight) return;
+    const row = subscriptions.get(p.workspaceId, p.delivery.subscriptionId);
+    if (row === undefined) return settle(dispatcher.subscriptionDeleted(p.delivery.subscriptionId), p.delivery.id);
+    if (!row.isActive) return settle(cancel(p, 'subscription_inactive'), p.delivery.id);
+    p.inFlight = true;
+    const body = await bodyOf(p);
+    p.inFlight = body !== null;
+    if (body === null) return settle(cancel(p, 'event_deleted'), p.delivery.id);
+    p.body = body;
+    const attempt = p.delivery.attempt + 1;
+    const outcome = await sender.send({ url: row.url, body, eventType: p.delivery.eventType, deliveryId: p.delivery.id, attempt, secret: row.secret });
+    p.inFlight = false;
+    settle(conclude(p, attempt, outcome), p.delivery.id);
+  };
+
+  const pump = createPump({
+    schedule,
+    clock,
+    maxInFlight: deps.maxInFlight,
+    maxInFlightPerSubscription: deps.maxInFlightPerSubscription,
+    run: attemptOnce,
+  });
+
+  const dispatcher: Dispatcher = {
+    async fanOut(event, fannedOutThrough = 0) {
+      if (event.offset === null || !isPublicEventType(event.type)) return;
+      const targets = subscriptions
+        .matching(event.workspaceId, event.type)
+        .filter((s) => s.isActive && s.createdPosition < event.position && (s.events.length === 0 || s.events.includes(event.type)));
+      if (targets.length === 0) return;
+      const body = envelopeBytes(event);
+      const at = clock();
+      await Promise.all(
+        targets.map(async (subscription) => {
+          const deliveryId = deliveryIdOf(event.id, subscription.id);
+          if (pending.has(deliveryId) || known.delete(deliveryId)) return;
+          const events = decided(
+            { kind: 'schedule', deliveryId, subscriptionId: subscription.id, eventId: event.id, eventType: event.type, eventPosition: event.position, fannedOutThrough, at },
+            null,
+          );
+          const p: Pending = { delivery: fold(null, events), workspaceId: event.workspaceId, body, inFlight: false };
+          track(p);
+          // The first attempt may go out before the record is durable: a crash then repeats it, never loses it.
+          await Promise.all([enqueue(p, at), record(event.workspaceId, subscription.id, events)]);
+        }),
+      );
+    },
+
+    async resume(restored, fannedOutThrough) {
+      const gone = new Set<string>();
+      for (const { delivery, workspaceId } of restored) {
+        if (subscriptions.get(workspaceId, delivery.subscriptionId) === undefined) {
+          gone.add(delivery.subscriptionId);
+          continue;
+        }
+        if (delivery.eventPosition > fannedOutThrough) known.add(delivery.id);
+        if (delivery.status !== 'waiting' || delivery.nextAttemptAt === null) continue;
+        const p: Pending = { delivery, workspaceId, body: null, inFlight: false };
+        track(p);
+        await schedule.put({ deliveryId: delivery.id, subscriptionId: delivery.subscriptionId, dueAt: delivery.nextAttemptAt });
+      }
+      // History left behind by a deletion that happened while the dispatcher was not looking.
+      for (const subscriptionId of gone) await log.deleteStream(deliveryStream(subscriptionId));
+      pump.kick();
+    },
+
+    async subscriptionDeactivated(subscriptionId, position) {
+      const ids = [...(bySubscription.get(subscriptionId) ?? [])];
+      for (const id of ids) {
+        const p = pending.get(id);
+        if (p !== undefined && !p.inFlight && p.delivery.eventPosition < position) await cancel(p, 'subscription_inactive');
+      }
+    },
+
+    async subscriptionDeleted(subscriptionId) {
+      for (const id of [...(bySubscription.get(subscriptionId) ?? [])]) {
+        const p = pending.get(id);
+        if (p === undefined) continue;
+        forget(p);
+        await schedule.remove(id);
+      }
+      await log.deleteStream(deliveryStream(subscriptionId));
+    },
+
+    async retry(subscription, deliveryId) {
+      const waiting = pending.get(deliveryId);
+      if (waiting?.delivery.subscriptionId === subscription.id) {
+        return left(domainError('CONFLICT', 'Delivery is already waiting for an attempt', { delivery_id: deliveryId, status: 'waiting' }));
+      }
+      const delivery = foldDeliveries(await log.readStream(deliveryStream(subscription.id))).get(deliveryId);
+      if (delivery === undefined) return null;
+      if (!subscription.isActive) return left(domainError('CONFLICT', 'Webhook is inactive: activate it first', { webhook_id: subscription.id }));
+      const at = clock();
+      const result = deliveryAggregate.decide({ kind: 'retry', at }, delivery);
+      if (result._tag === 'Left') return result;
+      const p: Pending = { delivery: fold(delivery, result.right), workspaceId: subscription.workspaceId, body: null, inFlight: false };
+      await record(p.workspaceId, subscription.id, result.right);
+      track(p);
+      await enqueue(p, at);
+      return right(p.delivery);
+    },
+
+    start: () => pump.kick(),
+
+    async stop() {
+      await pump.stop();
+      while (settling.size > 0) await Promise.allSettled([...settling]);
+      await recorder.drain();
+    },
+  };
+  return dispatcher;
+};

@@ -1,0 +1,154 @@
+// The distributed RetrySchedule, shared by every dispatcher: a sorted set of due attempts per
+// subscription (a "lane") and a sorted set of lanes by their earliest due time. takeDue claims
+// entries atomically (one Lua script), so each is handed to exactly one dispatcher, and keeps them
+// in a claimed set with a lease: put() (the next attempt) or remove() (done) settles a claim; a
+// claim still unsettled when its lease runs out (its dispatcher died mid-attempt) is offered again
+// at its original due time. Due times are µs since the epoch, exact in Redis' double scores, and
+// kept as strings inside Lua (whose tostring would round them).
+import type { Redis } from 'ioredis';
+import { createRedisClient, redisReady } from '../../../shared/redis.js';
+import type { DueAttempt, RetrySchedule } from '../retry-schedule.js';
+
+// KEYS: entries (hash id → "dueAt subscriptionId"), lanes (zset), claimed (zset id → lease end);
+// ARGV[1]: the prefix of lane keys. Lane keys share the hash tag of the others (one cluster slot).
+const PRELUDE = `
+local entries, lanes, claimed, lanePrefix = KEYS[1], KEYS[2], KEYS[3], ARGV[1]
+local function lane(sub) return lanePrefix .. sub end
+local function split(v)
+  local space = string.find(v, ' ', 1, true)
+  return string.sub(v, 1, space - 1), string.sub(v, space + 1)
+end
+local function reindex(sub)
+  local head = redis.call('ZRANGE', lane(sub), 0, 0, 'WITHSCORES')
+  if head[1] then redis.call('ZADD', lanes, head[2], sub) else redis.call('ZREM', lanes, sub) end
+end
+local function unschedule(id)
+  local v = redis.call('HGET', entries, id)
+  if v then
+    local _, sub = split(v)
+    if redis.call('ZREM', lane(sub), id) == 1 then reindex(sub) end
+  end
+  redis.call('ZREM', claimed, id)
+end
+`;
+
+const SCRIPTS = {
+  // ARGV: prefix, id, subscriptionId, dueAt
+  retryPut: `
+unschedule(ARGV[2])
+redis.call('HSET', entries, ARGV[2], ARGV[4] .. ' ' .. ARGV[3])
+redis.call('ZADD', lane(ARGV[3]), ARGV[4], ARGV[2])
+reindex(ARGV[3])`,
+  // ARGV: prefix, id
+  retryRemove: `
+unschedule(ARGV[2])
+redis.call('HDEL', entries, ARGV[2])`,
+  // ARGV: prefix, now. Expired claims go back to their lanes.
+  retryRelease: `
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', claimed, '-inf', ARGV[2])) do
+  redis.call('ZREM', claimed, id)
+  local v = redis.call('HGET', entries, id)
+  if v then
+    local due, sub = split(v)
+    redis.call('ZADD', lane(sub), due, id)
+    reindex(sub)
+  end
+end`,
+  // ARGV: prefix, now, leaseEnd, limit, then subscriptionId, room pairs. Returns id, sub, dueAt triples.
+  retryClaim: `
+local out, left = {}, tonumber(ARGV[4])
+for i = 5, #ARGV, 2 do
+  if left <= 0 then break end
+  local sub = ARGV[i]
+  local due = redis.call('ZRANGEBYSCORE', lane(sub), '-inf', ARGV[2], 'WITHSCORES', 'LIMIT', 0, math.min(tonumber(ARGV[i + 1]), left))
+  for j = 1, #due, 2 do
+    redis.call('ZREM', lane(sub), due[j])
+    redis.call('ZADD', claimed, ARGV[3], due[j])
+    out[#out + 1] = due[j]
+    out[#out + 1] = sub
+    out[#out + 1] = due[j + 1]
+    left = left - 1
+  end
+  if #due > 0 then reindex(sub) end
+end
+return out`,
+} as const;
+
+type Scripted = Redis & { [K in keyof typeof SCRIPTS]: (...args: string[]) => Promise<unknown> };
+
+/** Due lanes listed per round trip while looking for lanes with room. */
+const LANE_PAGE = 256;
+
+export interface RedisRetryScheduleOptions {
+  readonly url: string;
+  /** How long a taken entry stays claimed without put/remove; longer than one attempt (send timeout and recording). */
+  readonly leaseMs: number;
+  /** Namespaces the keys (tests, several deployments on one Redis). */
+  readonly keyPrefix?: string;
+}
+
+export interface RedisRetrySchedule extends RetrySchedule {
+  ready(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export const createRedisRetrySchedule = (options: RedisRetryScheduleOptions): RedisRetrySchedule => {
+  const client = createRedisClient(options.url, 'command', { commandTimeoutMs: 2_000 }) as Scripted;
+  for (const [name, body] of Object.entries(SCRIPTS)) client.defineCommand(name, { numberOfKeys: 3, lua: PRELUDE + body });
+  const tag = `{${options.keyPrefix ?? ''}retry}`;
+  const keys = [`${tag}:entries`, `${tag}:lanes`, `${tag}:claimed`] as const;
+  const lanePrefix = `${tag}:lane:`;
+  const leaseUs = options.leaseMs * 1000;
+
+  /** Due lanes, earliest first, with the room the caller grants each; stops once `limit` lanes have room. */
+  const grants = async (now: number, limit: number, room: (subscriptionId: string) => number): Promise<string[]> => {
+    const out: string[] = [];
+    for (let offset = 0, granted = 0; granted < limit; offset += LANE_PAGE) {
+      const page = await client.zrangebyscore(keys[1], '-inf', String(now), 'LIMIT', offset, LANE_PAGE);
+      for (const subscriptionId of page) {
+        const n = Math.min(room(subscriptionId), limit);
+        if (n <= 0) continue;
+        out.push(subscriptionId, String(n));
+        granted++;
+      }
+      if (page.length < LANE_PAGE) break;
+    }
+    return out;
+  };
+
+  const earliest = async (key: string): Promise<number | null> => {
+    const [, score] = await client.zrange(key, 0, 0, 'WITHSCORES');
+    return score === undefined ? null : Number(score);
+  };
+
+  return {
+    ready: () => redisReady(client),
+    async put(entry) {
+      await client.retryPut(...keys, lanePrefix, entry.deliveryId, entry.subscriptionId, String(entry.dueAt));
+    },
+    async remove(deliveryId) {
+      await client.retryRemove(...keys, lanePrefix, deliveryId);
+    },
+    async takeDue(now, limit, room) {
+      await client.retryRelease(...keys, lanePrefix, String(now));
+      const offered = await grants(now, limit, room);
+      if (offered.length === 0) return [];
+      const flat = (await client.retryClaim(...keys, lanePrefix, String(now), String(now + leaseUs), String(limit), ...offered)) as string[];
+      const taken: DueAttempt[] = [];
+      for (let i = 0; i + 2 < flat.length; i += 3) taken.push({ deliveryId: flat[i] as string, subscriptionId: flat[i + 1] as string, dueAt: Number(flat[i + 2]) });
+      return taken;
+    },
+    // A lease's end counts as a due time: a dispatcher must wake then to take over a dead one's claims.
+    async nextDueAt() {
+      const times = (await Promise.all([earliest(keys[1]), earliest(keys[2])])).filter((t): t is number => t !== null);
+      return times.length === 0 ? null : Math.min(...times);
+    },
+    async size() {
+      const [entries, claimed] = (await client.multi().hlen(keys[0]).zcard(keys[2]).exec()) ?? [];
+      return Number(entries?.[1] ?? 0) - Number(claimed?.[1] ?? 0);
+    },
+    async close() {
+      client.disconnect();
+    },
+  };
+};

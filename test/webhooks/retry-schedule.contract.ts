@@ -1,0 +1,111 @@
+// One contract for every RetrySchedule adapter.
+import { expect } from 'chai';
+import fc from 'fast-check';
+import type { DueAttempt, RetrySchedule } from '../../src/webhooks/dispatch/retry-schedule.js';
+
+export interface RetryScheduleFixture {
+  /** Two views of one schedule (two dispatchers; the same object for an in-process adapter). */
+  readonly schedule: RetrySchedule;
+  readonly other: RetrySchedule;
+  teardown(): Promise<void>;
+}
+
+const unlimited = () => Number.POSITIVE_INFINITY;
+const ids = (entries: readonly DueAttempt[]) => entries.map((e) => e.deliveryId);
+
+export const retryScheduleContract = (name: string, factory: (() => Promise<RetryScheduleFixture>) | null, options: { propertyRuns?: number } = {}) => {
+  describe(`RetrySchedule contract: ${name}`, () => {
+    if (factory === null) {
+      it('runs when its engine is configured');
+      return;
+    }
+    let fixture: RetryScheduleFixture;
+    beforeEach(async () => {
+      fixture = await factory();
+    });
+    afterEach(() => fixture.teardown());
+
+    it('gives due entries only, earliest first, whole, and reports the next due time', async () => {
+      const { schedule } = fixture;
+      const now = 1_700_000_000_000_000; // µs today: must survive the engine's number types exactly
+      await schedule.put({ deliveryId: 'late', subscriptionId: 's', dueAt: now + 50 });
+      await schedule.put({ deliveryId: 'early', subscriptionId: 's', dueAt: now + 1 });
+      expect(await schedule.nextDueAt()).to.equal(now + 1);
+      expect(await schedule.takeDue(now, 10, unlimited)).to.deep.equal([]);
+      expect(await schedule.takeDue(now + 20, 10, unlimited)).to.deep.equal([{ deliveryId: 'early', subscriptionId: 's', dueAt: now + 1 }]);
+      expect(await schedule.takeDue(now + 20, 10, unlimited)).to.deep.equal([]);
+      expect(ids(await schedule.takeDue(now + 50, 10, unlimited))).to.deep.equal(['late']);
+    });
+
+    it('moves an entry put again and drops a removed one', async () => {
+      const { schedule } = fixture;
+      await schedule.put({ deliveryId: 'a', subscriptionId: 's', dueAt: 10 });
+      await schedule.put({ deliveryId: 'a', subscriptionId: 's', dueAt: 30 });
+      await schedule.put({ deliveryId: 'b', subscriptionId: 't', dueAt: 5 });
+      await schedule.remove('b');
+      await schedule.remove('never-put');
+      expect(await schedule.nextDueAt()).to.equal(30);
+      expect(await schedule.size()).to.equal(1);
+      expect((await schedule.takeDue(100, 10, unlimited)).map((e) => e.dueAt)).to.deep.equal([30]);
+      expect(await schedule.size()).to.equal(0);
+    });
+
+    it('takes at most the limit, and skips a subscription without room while serving the others', async () => {
+      const { schedule } = fixture;
+      for (let i = 0; i < 5; i++) await schedule.put({ deliveryId: `slow-${i}`, subscriptionId: 'slow', dueAt: i });
+      await schedule.put({ deliveryId: 'fast-0', subscriptionId: 'fast', dueAt: 10 });
+      expect(ids(await schedule.takeDue(100, 2, unlimited))).to.deep.equal(['slow-0', 'slow-1']);
+      expect(ids(await schedule.takeDue(100, 10, (s) => (s === 'slow' ? 1 : 10)))).to.deep.equal(['slow-2', 'fast-0']);
+      expect(await schedule.takeDue(100, 10, (s) => (s === 'slow' ? 0 : 10))).to.deep.equal([]);
+      expect(await schedule.size()).to.equal(2);
+    });
+
+    it('hands each entry to one taker when two take at once', async () => {
+      for (let i = 0; i < 40; i++) await fixture.schedule.put({ deliveryId: `d${i}`, subscriptionId: `s${i % 4}`, dueAt: i });
+      const takers = [fixture.schedule, fixture.other, fixture.schedule, fixture.other];
+      const batches = await Promise.all(takers.map((s) => s.takeDue(100, 15, unlimited)));
+      const taken = batches.flatMap(ids);
+      expect(taken).to.have.length(40);
+      expect(new Set(taken).size).to.equal(40);
+    });
+
+    it('never loses nor repeats an entry (property)', async () => {
+      await fc.assert(
+        fc.asyncProperty(
+          fc.array(fc.record({ id: fc.integer({ min: 0, max: 30 }), due: fc.integer({ min: 0, max: 100 }), remove: fc.boolean() }), { maxLength: 60 }),
+          fc.integer({ min: 1, max: 4 }),
+          async (ops, room) => {
+            const { schedule, teardown } = await factory();
+            try {
+              const expected = new Map<string, number>();
+              for (const op of ops) {
+                const id = `d${op.id}`;
+                if (op.remove) {
+                  await schedule.remove(id);
+                  expected.delete(id);
+                } else {
+                  await schedule.put({ deliveryId: id, subscriptionId: `s${op.id % 4}`, dueAt: op.due });
+                  expected.set(id, op.due);
+                }
+              }
+              const taken: string[] = [];
+              for (let now = 0; now <= 100; now += 10) {
+                for (;;) {
+                  const batch = await schedule.takeDue(now, 3, () => room);
+                  batch.forEach((e) => expect(e.dueAt).to.be.at.most(now).and.equal(expected.get(e.deliveryId)));
+                  taken.push(...ids(batch));
+                  if (batch.length === 0) break;
+                }
+              }
+              expect(taken.sort()).to.deep.equal([...expected.keys()].sort());
+              expect(await schedule.size()).to.equal(0);
+            } finally {
+              await teardown();
+            }
+          },
+        ),
+        { numRuns: options.propertyRuns ?? 100 },
+      );
+    });
+  });
+};

@@ -1,6 +1,8 @@
 // Group commit: writes submitted while the event loop is busy share ONE transaction, so a burst of
-// concurrent appends costs one fsync instead of one each. Each write still runs in a savepoint of its
-// own: a write that throws is rolled back and rejected alone, the others commit.
+// concurrent appends costs one fsync instead of one each. A write must be atomic by itself (one
+// writing statement, or a savepoint of its own): one that throws has written nothing, so it is
+// rejected alone and the others commit. BEGIN IMMEDIATE takes the write lock before the first read,
+// so what a batch reads no other process can change under it.
 import type Database from 'better-sqlite3';
 
 export interface GroupCommitHooks {
@@ -34,21 +36,20 @@ export const groupCommit = (db: Database.Database, hooks: GroupCommitHooks): Gro
   let markIdle = (): void => {};
   const stats = { transactions: 0, writes: 0 };
 
-  // better-sqlite3 runs a transaction function called inside another one as a savepoint.
-  const inSavepoint = db.transaction((write: () => unknown) => write());
-
   const runBatch = (batch: readonly Pending[]): readonly Outcome[] =>
     db.transaction(() => {
       const outcomes = batch.map((pending): Outcome => {
         try {
-          return { ok: true, value: inSavepoint(pending.write) };
+          return { ok: true, value: pending.write() };
         } catch (error) {
+          // Some errors (I/O, disk full) end the whole transaction: then the batch fails as one.
+          if (!db.inTransaction) throw error;
           return { ok: false, error };
         }
       });
       hooks.beforeCommit();
       return outcomes;
-    })();
+    }).immediate();
 
   const flush = (): void => {
     const batch = queue;

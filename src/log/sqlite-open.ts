@@ -7,12 +7,13 @@ import { LogUnavailable } from './event-log.js';
 
 /** "SPL1" big-endian: the PRAGMA application_id that marks a file as this log. */
 export const APPLICATION_ID = 0x53504c31;
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 
 /**
  * `position` is AUTOINCREMENT so positions are never reused after the tail is deleted (a cursor past
  * a deleted event must not skip a later one). `workspace_offsets` keeps each workspace's last offset
  * for the same reason: offsets keep increasing after the events that carried them are gone.
+ * `metadata` is NULL when empty (version 2; version 1 stored '{}').
  */
 export const SCHEMA = `
 CREATE TABLE events (
@@ -23,7 +24,7 @@ CREATE TABLE events (
   workspace_id TEXT NOT NULL,
   type TEXT NOT NULL,
   data TEXT NOT NULL,
-  metadata TEXT NOT NULL,
+  metadata TEXT,
   feed_offset INTEGER,
   UNIQUE (stream, revision)
 );
@@ -75,19 +76,33 @@ export const applyPragmas = (db: Database.Database): void => {
   // a random page of each index: smaller pages mean fewer bytes to fsync per commit.
   db.pragma('page_size = 2048');
   db.pragma('journal_mode = WAL');
-  // FULL: every commit fsyncs the WAL, so an acknowledged append survives a crash.
+  // FULL: every commit fsyncs the WAL, so an acknowledged append survives a crash of the process
+  // and of the machine. NORMAL (no fsync until checkpoints) would survive kill -9 as well, the OS
+  // holding the written WAL, but lose the last commits on an OS crash or power loss. Measured: NORMAL
+  // appends up to ~1.5x faster from 64 concurrent writers (commits wait on fsync), a few % from 256.
   db.pragma('synchronous = FULL');
-  // Checkpoints every ~16 MB of WAL rather than every 1000 pages, and index pages kept in memory.
-  db.pragma('wal_autocheckpoint = 8192');
+  // Checkpoints every ~64 MB of WAL rather than every 1000 pages: index pages that many commits
+  // dirtied are copied to the database once. The measured append rate gains 10-20% over 16 MB.
+  db.pragma('wal_autocheckpoint = 32768');
   db.pragma('cache_size = -32768');
 };
 
+export interface OpenMode {
+  /** Several processes of this host use the file; otherwise this connection alone (exclusive lock). */
+  readonly shared: boolean;
+  /** Shared mode: how long a statement waits for another process's lock before SQLITE_BUSY. */
+  readonly busyTimeoutMs: number;
+}
+
 /**
- * Exclusive locking mode, set before the first WAL access, keeps the WAL index in process memory and
- * holds an OS lock on the file from the first write until close: a second process (or connection)
- * gets SQLITE_BUSY at once, and a killed process releases the lock with its file descriptors.
+ * Embedded mode: exclusive locking mode, set before the first WAL access, keeps the WAL index in
+ * process memory and holds an OS lock on the file from the first write until close: a second process
+ * (or connection) gets SQLITE_BUSY at once, and a killed process releases the lock with its file
+ * descriptors. Shared mode: normal locking (WAL index in the -shm file), so readers never block and
+ * writers queue behind each other's BEGIN IMMEDIATE for up to the busy timeout. Either mode waits
+ * out the other's lock, then refuses.
  */
-export const openLogDatabase = (file: string): Database.Database => {
+export const openLogDatabase = (file: string, mode: OpenMode): Database.Database => {
   const folder = dirname(file);
   try {
     // The WAL file is created beside the log: the folder must be writable even when the log exists.
@@ -98,17 +113,19 @@ export const openLogDatabase = (file: string): Database.Database => {
   }
   let db: Database.Database;
   try {
-    db = new Database(file, { timeout: 0 });
+    db = new Database(file, { timeout: mode.shared ? mode.busyTimeoutMs : 0 });
   } catch (error) {
     throw refuse(file, reasonFor(error), error);
   }
   try {
-    db.pragma('locking_mode = EXCLUSIVE');
-    const identity = checkIdentity(db);
+    if (!mode.shared) db.pragma('locking_mode = EXCLUSIVE');
+    // Checked before the pragmas write anything, so a foreign file stays untouched.
+    checkIdentity(db);
     applyPragmas(db);
-    // A write now takes the exclusive lock, also when the log already exists.
+    // A write now takes the exclusive lock in embedded mode, also when the log already exists. The
+    // identity is checked again under the write lock: another process may have created the schema.
     db.transaction(() => {
-      if (identity === 'ours') return;
+      if (checkIdentity(db) === 'ours') return;
       db.exec(SCHEMA);
       db.pragma(`application_id = ${APPLICATION_ID}`);
       db.pragma(`user_version = ${SCHEMA_VERSION}`);

@@ -1,6 +1,7 @@
-// Catch-up then live, over a log whose reads are synchronous and whose commits happen in this process.
-// A page read and the decision to wait for the next commit happen in one synchronous step, so no
-// commit can fall between "caught up" and "waiting": nothing is lost at the switch to live.
+// Catch-up then live, over a log whose reads are synchronous. A page read and the decision to wait for
+// the next commit happen in one synchronous step, so no commit of this process can fall between
+// "caught up" and "waiting": nothing is lost at the switch to live. Commits of other processes (shared
+// mode) are noticed by polling, from a baseline taken before the subscription's first read.
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { LogSubscription, RecordedEvent } from './event-log.js';
 
@@ -19,6 +20,37 @@ export const commitSignal = (): CommitSignal => {
       const woken = wake;
       next = new Promise<void>((resolve) => (wake = resolve));
       woken();
+    },
+  };
+};
+
+/**
+ * Other processes' commits, for shared mode: while anyone listens, polls a counter that changes when
+ * another connection commits (PRAGMA data_version, a read of the shared WAL index) and notifies.
+ * A listener starts before its first read, so a commit it did not see changes the counter later.
+ */
+export const foreignCommits = (dataVersion: () => number, commits: CommitSignal, intervalMs: number) => {
+  let listeners = 0;
+  let seen = 0;
+  let timer: NodeJS.Timeout | undefined;
+  return {
+    /** Starts polling if needed; returns the function that ends this listener. */
+    listen: (): (() => void) => {
+      if (listeners++ === 0) {
+        seen = dataVersion();
+        timer = setInterval(() => {
+          const version = dataVersion();
+          if (version === seen) return;
+          seen = version;
+          commits.notify();
+        }, intervalMs);
+      }
+      let listening = true;
+      return () => {
+        if (!listening) return;
+        listening = false;
+        if (--listeners === 0) clearInterval(timer);
+      };
     },
   };
 };

@@ -1,7 +1,8 @@
-// The embedded EventLog: one SQLite file (WAL, synchronous=FULL), written by this process alone.
-// Appends are group-committed; public events get their per-workspace offset inside the commit, in
-// commit order, from the one sequencer that owns the file.
-import type Database from 'better-sqlite3';
+// The SQLite EventLog: one file (WAL, synchronous=FULL), written by this process alone (embedded
+// mode, the default) or by several processes of one host (shared mode). Appends are group-committed
+// per process in BEGIN IMMEDIATE transactions; stream revisions, positions and each workspace's last
+// offset are read inside the write transaction, so offsets strictly increase per workspace in commit
+// order whichever process commits.
 import { isPublicEventType } from '../domain/event-types.js';
 import { systemMicros, type MicrosClock } from './clock.js';
 import {
@@ -10,15 +11,15 @@ import {
   type AppendResult,
   type EventLog,
   type ExpectedRevision,
-  type FeedQuery,
-  type JsonObject,
   type NewEvent,
   type ReadAllOptions,
   type RecordedEvent,
 } from './event-log.js';
 import { groupCommit } from './sqlite-group-commit.js';
+import { rowInserter, type InsertRow } from './sqlite-insert.js';
 import { openLogDatabase } from './sqlite-open.js';
-import { commitSignal, subscribeLoop, type Page } from './sqlite-subscription.js';
+import { COLUMNS, filteredReads, metadataText, toRecord, type Row } from './sqlite-rows.js';
+import { commitSignal, foreignCommits, subscribeLoop, type Page } from './sqlite-subscription.js';
 
 export interface SqliteLogOptions {
   readonly file: string;
@@ -26,6 +27,12 @@ export interface SqliteLogOptions {
   readonly clock?: MicrosClock;
   /** Events per read while a subscription catches up. */
   readonly pageSize?: number;
+  /** Several processes of this host share the file (default: this process alone, others refused). */
+  readonly shared?: boolean;
+  /** Shared mode: how long a write waits for another process's transaction, in ms (default 5000). */
+  readonly busyTimeoutMs?: number;
+  /** Shared mode: how often live subscriptions look for other processes' commits, in ms (default 10). */
+  readonly pollIntervalMs?: number;
 }
 
 export interface SqliteEventLog extends EventLog {
@@ -33,110 +40,56 @@ export interface SqliteEventLog extends EventLog {
   stats(): { readonly transactions: number; readonly writes: number };
 }
 
-interface Row {
-  readonly position: number;
-  readonly id: string;
-  readonly stream: string;
-  readonly revision: number;
-  readonly workspace_id: string;
-  readonly type: string;
-  readonly data: string;
-  readonly metadata: string;
-  readonly feed_offset: number | null;
-}
+const holds = (expected: ExpectedRevision, actual: number | null): boolean =>
+  expected === 'any' || (expected === 'no_stream' ? actual === null : actual === expected);
 
-const COLUMNS = 'position, id, stream, revision, workspace_id, type, data, metadata, feed_offset';
-
-const toRecord = (row: Row): RecordedEvent => ({
-  id: row.id,
-  type: row.type,
-  workspaceId: row.workspace_id,
-  stream: row.stream,
-  revision: row.revision,
-  position: row.position,
-  offset: row.feed_offset,
-  data: JSON.parse(row.data) as JsonObject,
-  metadata: JSON.parse(row.metadata) as JsonObject,
-});
-
-const typesParam = (types: readonly string[] | undefined): string | undefined =>
-  types === undefined ? undefined : JSON.stringify(types);
-
-/** Statements for the optional filters, prepared once per combination used. */
-const filteredReads = (db: Database.Database) => {
-  const cache = new Map<string, Database.Statement>();
-  const prepare = (key: string, sql: () => string): Database.Statement => {
-    let statement = cache.get(key);
-    if (!statement) {
-      statement = db.prepare(sql());
-      cache.set(key, statement);
-    }
-    return statement;
-  };
-  const typeClause = (types: string | undefined) => (types === undefined ? '' : ' AND type IN (SELECT value FROM json_each(@types))');
-  return {
-    all: (options: ReadAllOptions): Row[] => {
-      const types = typesParam(options.types);
-      const ws = options.workspaceId;
-      const statement = prepare(`all:${types !== undefined}:${ws !== undefined}`, () =>
-        `SELECT ${COLUMNS} FROM events WHERE position > @after${ws === undefined ? '' : ' AND workspace_id = @ws'}` +
-        `${typeClause(types)} ORDER BY position LIMIT @limit`,
-      );
-      return statement.all({ after: options.after, limit: options.limit ?? -1, ...(types === undefined ? {} : { types }), ...(ws === undefined ? {} : { ws }) }) as Row[];
-    },
-    feed: (query: FeedQuery): Row[] => {
-      const types = typesParam(query.types);
-      const statement = prepare(`feed:${types !== undefined}`, () =>
-        `SELECT ${COLUMNS} FROM events WHERE workspace_id = @ws AND feed_offset >= @from${typeClause(types)}` +
-        ' ORDER BY feed_offset LIMIT @limit',
-      );
-      return statement.all({ ws: query.workspaceId, from: query.fromOffset, limit: query.limit, ...(types === undefined ? {} : { types }) }) as Row[];
-    },
-  };
-};
+/** The error of an INSERT that met an event id already in the log (or twice in the call). */
+const isKnownId = (error: unknown): boolean =>
+  (error as { code?: unknown }).code === 'SQLITE_CONSTRAINT_UNIQUE' && (error as Error).message.endsWith('events.id');
 
 export const openSqliteLog = (options: SqliteLogOptions): SqliteEventLog => {
-  const db = openLogDatabase(options.file);
+  const shared = options.shared ?? false;
+  const db = openLogDatabase(options.file, { shared, busyTimeoutMs: options.busyTimeoutMs ?? 5000 });
   const clock = options.clock ?? systemMicros;
   const pageSize = options.pageSize ?? 1000;
 
   const statements = {
-    insert: db.prepare(
-      'INSERT INTO events (id, stream, revision, workspace_id, type, data, metadata, feed_offset) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
-    ),
-    byId: db.prepare(`SELECT ${COLUMNS} FROM events WHERE id = ?`),
+    byId: db.prepare(`SELECT ${COLUMNS} FROM events WHERE id = ?`).raw(),
     lastRevision: db.prepare('SELECT max(revision) FROM events WHERE stream = ?').pluck(),
-    stream: db.prepare(`SELECT ${COLUMNS} FROM events WHERE stream = ? AND revision >= ? ORDER BY revision`),
+    stream: db.prepare(`SELECT ${COLUMNS} FROM events WHERE stream = ? AND revision >= ? ORDER BY revision`).raw(),
     deleteStream: db.prepare('DELETE FROM events WHERE stream = ?'),
+    lastOffset: db.prepare('SELECT last_offset FROM workspace_offsets WHERE workspace_id = ?').pluck(),
+    head: db.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'events'").pluck(),
+    // Changes when another connection commits.
+    dataVersion: db.prepare('PRAGMA data_version').pluck(),
     saveOffset: db.prepare(
       'INSERT INTO workspace_offsets (workspace_id, last_offset) VALUES (?, ?) ON CONFLICT (workspace_id) DO UPDATE SET last_offset = excluded.last_offset',
     ),
   };
+  const insert = rowInserter(db);
   const reads = filteredReads(db);
 
-  // The sequencer's memory: committed values, and what the open batch has staged on top of them.
-  const offsets = new Map(
-    (db.prepare('SELECT workspace_id, last_offset FROM workspace_offsets').raw().all() as [string, number][]).map(([ws, offset]) => [ws, offset]),
-  );
+  // The sequencer's memory lives one batch: the last offsets the open transaction has staged. Read
+  // from the table under the write lock, a shared file's offsets reflect every process's commits.
   let stagedOffsets = new Map<string, number>();
-  let head = (db.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'events'").pluck().get() as number | undefined) ?? 0;
-  let stagedHead = head;
+  const lastOffset = (ws: string): number => stagedOffsets.get(ws) ?? (statements.lastOffset.get(ws) as number | undefined) ?? 0;
+  const headNow = (): number => (statements.head.get() as number | undefined) ?? 0;
 
   const commits = commitSignal();
+  const foreign = shared
+    ? foreignCommits(() => statements.dataVersion.get() as number, commits, options.pollIntervalMs ?? 10)
+    : undefined;
   const subscriptions = new Set<{ stop(): Promise<void> }>();
   let closed = false;
 
   const writer = groupCommit(db, {
     beforeCommit: () => stagedOffsets.forEach((offset, ws) => statements.saveOffset.run(ws, offset)),
     afterCommit: () => {
-      stagedOffsets.forEach((offset, ws) => offsets.set(ws, offset));
       stagedOffsets = new Map();
-      head = stagedHead;
       commits.notify();
     },
     afterRollback: () => {
       stagedOffsets = new Map();
-      stagedHead = head;
     },
   });
 
@@ -144,48 +97,69 @@ export const openSqliteLog = (options: SqliteLogOptions): SqliteEventLog => {
     if (closed) throw new LogUnavailable(`event log ${options.file} is closed`);
   };
 
-  const checkExpected = (stream: string, expected: ExpectedRevision, actual: number | null): void => {
-    const holds = expected === 'any' || (expected === 'no_stream' ? actual === null : actual === expected);
-    if (!holds) throw new WrongExpectedRevision(stream, expected, actual ?? 'no_stream');
-  };
-
-  /** Runs inside the group transaction; throwing rolls back this call alone. */
-  const appendNow = (stream: string, events: readonly NewEvent[], expected: ExpectedRevision): AppendResult => {
+  /**
+   * A call some of whose events are already in the log: all of them is a client's retry, answered
+   * with the stored records whatever `expected` says; some of them is a caller's bug.
+   */
+  const storedOr = (stream: string, events: readonly NewEvent[], last: number | null, otherwise: unknown): AppendResult => {
     const known = events.map((event) => statements.byId.get(event.id) as Row | undefined);
-    const knownCount = known.filter((row) => row !== undefined).length;
-    const last = statements.lastRevision.get(stream) as number | null;
-    if (knownCount > 0 && knownCount === events.length) {
+    const count = known.filter((row) => row !== undefined).length;
+    if (count > 0 && count === events.length) {
       const records = (known as Row[]).map(toRecord);
       return { nextRevision: last ?? (records.at(-1)?.revision ?? -1), records };
     }
-    if (knownCount > 0) throw new Error(`append to ${stream}: ${knownCount} of ${events.length} event ids are already in the log`);
-    checkExpected(stream, expected, last);
-
-    // Offsets are staged per call and merged only once every insert succeeded.
-    const now = clock();
-    const callOffsets = new Map<string, number>();
-    let position = stagedHead;
-    const records = events.map((event, i): RecordedEvent => {
-      const metadata = event.metadata ?? {};
-      let offset: number | null = null;
-      if (isPublicEventType(event.type)) {
-        const previous = callOffsets.get(event.workspaceId) ?? stagedOffsets.get(event.workspaceId) ?? offsets.get(event.workspaceId) ?? 0;
-        offset = Math.max(now, previous + 1);
-        callOffsets.set(event.workspaceId, offset);
-      }
-      const revision = (last ?? -1) + 1 + i;
-      const info = statements.insert.run(
-        event.id, stream, revision, event.workspaceId, event.type, JSON.stringify(event.data), JSON.stringify(metadata), offset,
-      );
-      position = Number(info.lastInsertRowid);
-      return { id: event.id, type: event.type, workspaceId: event.workspaceId, data: event.data, metadata, stream, revision, position, offset };
-    });
-    callOffsets.forEach((offset, ws) => stagedOffsets.set(ws, offset));
-    stagedHead = position;
-    return { nextRevision: (last ?? -1) + events.length, records };
+    if (count > 0) throw new Error(`append to ${stream}: ${count} of ${events.length} event ids are already in the log`);
+    throw otherwise;
   };
 
+  /**
+   * Runs inside the group transaction and writes with one statement (or a savepoint), so a call that
+   * throws leaves nothing behind. Known ids are looked up only when the expected revision or the
+   * insert fails: a retry either meets a moved stream or the unique id index.
+   */
+  const appendNow = (stream: string, events: readonly NewEvent[], expected: ExpectedRevision): AppendResult => {
+    const last = statements.lastRevision.get(stream) as number | null;
+    if (!holds(expected, last)) return storedOr(stream, events, last, new WrongExpectedRevision(stream, expected, last ?? 'no_stream'));
+    const now = clock();
+    // Offsets are staged per call and merged only once the insert succeeded.
+    const callOffsets = new Map<string, number>();
+    const first = (last ?? -1) + 1;
+    const rows = events.map((event, i): InsertRow => {
+      let offset: number | null = null;
+      if (isPublicEventType(event.type)) {
+        offset = Math.max(now, (callOffsets.get(event.workspaceId) ?? lastOffset(event.workspaceId)) + 1);
+        callOffsets.set(event.workspaceId, offset);
+      }
+      return [event.id, stream, first + i, event.workspaceId, event.type, JSON.stringify(event.data), metadataText(event.metadata), offset];
+    });
+    let lastPosition = 0;
+    if (rows.length > 0) {
+      try {
+        lastPosition = insert(rows);
+      } catch (error) {
+        if (!isKnownId(error)) throw error;
+        return storedOr(stream, events, last, error);
+      }
+    }
+    callOffsets.forEach((offset, ws) => stagedOffsets.set(ws, offset));
+    const records = events.map((event, i): RecordedEvent => ({
+      id: event.id,
+      type: event.type,
+      workspaceId: event.workspaceId,
+      data: event.data,
+      metadata: event.metadata ?? {},
+      stream,
+      revision: first + i,
+      position: lastPosition - rows.length + 1 + i,
+      offset: (rows[i] as InsertRow)[7],
+    }));
+    return { nextRevision: first + events.length - 1, records };
+  };
+
+  // The head is read before the page: the page's snapshot is the same or later, so it holds every
+  // matching event up to that head even when another process commits in between.
   const readPage = (filter: Pick<ReadAllOptions, 'types' | 'workspaceId'>) => (after: number): Page => {
+    const head = headNow();
     const events = reads.all({ ...filter, after, limit: pageSize }).map(toRecord);
     const full = events.length === pageSize;
     return { events, scannedTo: full ? (events.at(-1) as RecordedEvent).position : head };
@@ -211,12 +185,14 @@ export const openSqliteLog = (options: SqliteLogOptions): SqliteEventLog => {
     subscribe: (options, handler) => {
       ensureOpen();
       const { after, ...filter } = options;
+      const unlisten = foreign?.listen();
       const subscription = subscribeLoop(after, readPage(filter), commits, handler);
       subscriptions.add(subscription);
-      void subscription.done.then(
-        () => subscriptions.delete(subscription),
-        () => subscriptions.delete(subscription),
-      );
+      const forget = (): void => {
+        subscriptions.delete(subscription);
+        unlisten?.();
+      };
+      void subscription.done.then(forget, forget);
       return subscription;
     },
     // Through the writer, so it lands in call order relative to appends already submitted.
@@ -226,7 +202,7 @@ export const openSqliteLog = (options: SqliteLogOptions): SqliteEventLog => {
     },
     headPosition: async () => {
       ensureOpen();
-      return head;
+      return headNow();
     },
     stats: () => ({ ...writer.stats }),
     close: async () => {

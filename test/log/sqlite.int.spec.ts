@@ -19,6 +19,11 @@ eventLogContract('sqlite', async ({ clock }) => {
   return { log, teardown: () => log.close() };
 });
 
+eventLogContract('sqlite shared', async ({ clock }) => {
+  const log = openSqliteLog({ file: freshFile(), clock, pageSize: 7, shared: true });
+  return { log, teardown: () => log.close() };
+});
+
 const newEvent = (workspaceId: string, type = 'message.created'): NewEvent => ({
   id: randomBytes(16).toString('hex'),
   type,
@@ -48,6 +53,32 @@ describe('SQLite event log', () => {
     expect(await log.readStream('broken')).to.deep.equal([]);
     expect((await log.append('after', [newEvent('ws')], 'any')).records[0]?.offset).to.equal(101);
     expect(log.stats().transactions).to.equal(2);
+    await log.close();
+  });
+
+  it('a call of more events than one INSERT holds is atomic too', async () => {
+    const log = openSqliteLog({ file: freshFile() });
+    const many = Array.from({ length: 150 }, () => newEvent('ws'));
+    const broken = [...many.slice(0, 149), many[0] as NewEvent];
+    expect((await log.append('big', broken, 'no_stream').catch((e: unknown) => e)) as Error).to.match(/UNIQUE constraint failed: events\.id/);
+    expect(await log.headPosition()).to.equal(0);
+    const { records } = await log.append('big', many, 'no_stream');
+    expect(records.map((r) => [r.revision, r.position])).to.deep.equal(many.map((_, i) => [i, i + 1]));
+    expect((await log.readStream('big')).map((r) => r.id)).to.deep.equal(many.map((e) => e.id));
+    await log.close();
+  });
+
+  it('a retry with expected any gets the stored records; a call with some known ids is refused whole', async () => {
+    const log = openSqliteLog({ file: freshFile() });
+    const list = [newEvent('ws'), newEvent('ws')];
+    const first = await log.append('ticket-1', list, 'any');
+    await log.append('ticket-1', [newEvent('ws')], 'any');
+    const again = await log.append('ticket-1', list, 'any');
+    expect(again.records.map((r) => [r.id, r.revision, r.position])).to.deep.equal(first.records.map((r) => [r.id, r.revision, r.position]));
+    expect(again.nextRevision).to.equal(2);
+    const mixed = await log.append('ticket-1', [newEvent('ws'), list[1] as NewEvent], 'any').catch((e: unknown) => e);
+    expect((mixed as Error).message).to.match(/1 of 2 event ids are already in the log/);
+    expect(await log.readStream('ticket-1')).to.have.length(3);
     await log.close();
   });
 

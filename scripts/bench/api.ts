@@ -1,10 +1,11 @@
 // API benchmark: the real service (embedded default: SQLite log, in-process everything) on a temp
 // folder, loaded by autocannon at 64 connections in a worker thread: POST /api/v1/tickets, then
 // GET /api/v1/tickets/{id}, then a bare koa handler on the same machine as the ceiling.
-// `npm run bench -- api [--long]`: about 10 s per phase (30 s with --long).
+// `npm run bench -- api [--long]`: about 10 s per phase (30 s with --long). The machine's 1-minute
+// load average is printed before and after: figures from a loaded machine are not comparable.
 import { mkdtempSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import * as path from 'node:path';
 import autocannon from 'autocannon';
 import Koa from 'koa';
@@ -70,11 +71,23 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
     if (first.status !== 201) throw new Error(`ticket creation failed: ${first.status} ${JSON.stringify(first.body)}`);
     const headers = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' };
 
-    console.log(`api bench: ${CONNECTIONS} connections, ${duration} s per phase`);
+    const loadBefore = loadavg()[0] ?? 0;
+    console.log(`api bench: ${CONNECTIONS} connections, ${duration} s per phase, load average ${loadBefore.toFixed(2)}`);
     const created = await load('POST /api/v1/tickets', { url: `${service.url}/api/v1/tickets`, method: 'POST', headers, body: JSON.stringify(ticketBody), duration });
     const read = await load('GET /api/v1/tickets/{id}', { url: `${service.url}/api/v1/tickets/${first.body['id']}`, headers, duration });
     const bare = await ceiling(duration);
-    return { bench: 'api', post_rps: created.rps, post_p99_ms: created.p99, get_rps: read.rps, get_p99_ms: read.p99, ceiling_rps: bare.rps };
+    const loadAfter = loadavg()[0] ?? 0;
+    console.log(`load average after: ${loadAfter.toFixed(2)}`);
+    return {
+      bench: 'api',
+      post_rps: created.rps,
+      post_p99_ms: created.p99,
+      get_rps: read.rps,
+      get_p99_ms: read.p99,
+      ceiling_rps: bare.rps,
+      load_before: Number(loadBefore.toFixed(2)),
+      load_after: Number(loadAfter.toFixed(2)),
+    };
   } finally {
     await service.close();
     rmSync(dataDir, { recursive: true, force: true });

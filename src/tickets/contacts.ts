@@ -3,6 +3,7 @@
 import type { Either } from 'fp-ts/lib/Either.js';
 import type { CommandResult } from '../app/command-handler.js';
 import type { Core } from '../app/core.js';
+import { createFifoCache } from '../app/fifo-cache.js';
 import { contactAggregate, contactStream, type ContactCommand, type ContactFields, type ContactState } from '../domain/contact/contact.js';
 import { CONTACT_IDENTITY_CLAIMED, identityKeys, identityStream, normalizeEmail, type IdentityKey } from '../domain/contact/identity.js';
 import type { DomainError } from '../domain/errors.js';
@@ -13,13 +14,25 @@ export type ContactResult = Either<DomainError, CommandResult<ContactState> & { 
 
 type Variant<C> = C extends unknown ? Omit<C, 'contactId' | 'workspaceId' | 'now'> : never;
 
+/** Identity streams whose final owner this process keeps (an identifier and a contact id each). */
+const CACHED_IDENTITIES = 10_000;
+
 export const createContactCommands = (core: Core) => {
   const identityLock = createKeyedLock();
+  // Final owners only: a claim is re-pointed at most once (revision 1), and only by the call that
+  // made it (below), so an owner is final at revision 1, or once the call that claimed it is done.
+  const finalOwners = createFifoCache<string>(CACHED_IDENTITIES);
 
-  /** The identifier's contact: the last claim of its stream (a claim is only ever re-pointed once, below). */
+  /** The identifier's contact: the last claim of its stream. */
   const ownerOf = async (workspaceId: string, key: IdentityKey): Promise<string | null> => {
-    const last = (await core.log.readStream(identityStream(workspaceId, key))).at(-1);
-    return last === undefined ? null : String(last.data['contact_id']);
+    const stream = identityStream(workspaceId, key);
+    const known = finalOwners.get(stream);
+    if (known !== undefined) return known;
+    const last = (await core.log.readStream(stream)).at(-1);
+    if (last === undefined) return null;
+    const owner = String(last.data['contact_id']);
+    if (last.revision >= 1) finalOwners.set(stream, owner);
+    return owner;
   };
 
   const claimEvent = (workspaceId: string, key: IdentityKey, contactId: string) => ({
@@ -29,10 +42,21 @@ export const createContactCommands = (core: Core) => {
     data: { contact_id: contactId, kind: key.kind },
   });
 
-  /** Claims the identifier for `proposed`; when another upsert got there first, returns its contact. */
-  const claim = async (workspaceId: string, key: IdentityKey, proposed: string, expected: 'no_stream' | 0 = 'no_stream'): Promise<string> => {
+  /**
+   * Claims the identifier for `proposed`, noting it in `mine`; when another upsert got there first,
+   * returns its contact.
+   */
+  const claim = async (
+    workspaceId: string,
+    key: IdentityKey,
+    proposed: string,
+    mine: Map<string, string>,
+    expected: 'no_stream' | 0 = 'no_stream',
+  ): Promise<string> => {
+    const stream = identityStream(workspaceId, key);
     try {
-      await core.log.append(identityStream(workspaceId, key), [claimEvent(workspaceId, key, proposed)], expected);
+      await core.log.append(stream, [claimEvent(workspaceId, key, proposed)], expected);
+      mine.set(stream, proposed);
       return proposed;
     } catch (error) {
       const owner = error instanceof WrongExpectedRevision ? await ownerOf(workspaceId, key) : null;
@@ -51,22 +75,25 @@ export const createContactCommands = (core: Core) => {
     const owners = await Promise.all(keys.map((k) => ownerOf(workspaceId, k)));
     let contactId = owners.find((o) => o !== null) ?? null;
     let fresh: IdentityKey[] = [];
+    const mine = new Map<string, string>();
     for (const [i, key] of keys.entries()) {
       if (owners[i] !== null) continue;
       const proposed = contactId ?? core.newId();
-      const owner = await claim(workspaceId, key, proposed);
+      const owner = await claim(workspaceId, key, proposed, mine);
       if (contactId === null) {
         contactId = owner;
         if (owner === proposed) fresh.push(key);
       } else if (owner === contactId) {
         if (fresh.length > 0) fresh.push(key);
       } else if (fresh.length > 0) {
-        for (const mine of fresh) await claim(workspaceId, mine, owner, 0);
+        for (const repointed of fresh) await claim(workspaceId, repointed, owner, mine, 0);
         fresh = [];
         contactId = owner;
       }
     }
     if (contactId === null) throw new Error('a contact needs telegram_id or email');
+    // This call is done: its claims will not be re-pointed any more.
+    mine.forEach((owner, stream) => finalOwners.set(stream, owner));
     return contactId;
   };
 

@@ -1,5 +1,6 @@
 // The tickets feature: tickets, messages and contacts — aggregates, read models, public routes
 // under /api/v1 and the internal commands under /internal/v1.
+import { createCommandHandler, createStateCache } from '../app/command-handler.js';
 import type { Core, Feature } from '../app/core.js';
 import { createContactCommands } from './contacts.js';
 import { createTicketQuota } from './quota.js';
@@ -10,10 +11,15 @@ import { messageRoutes } from './routes-messages.js';
 import { ticketRoutes } from './routes-tickets.js';
 import { createTicketCommands } from './ticket-commands.js';
 
+/** Ticket and contact streams a process keeps folded (a few KB each); the rest are read again. */
+const CACHED_STREAMS = 10_000;
+
 export const createTicketsFeature = (core: Core): Feature => {
   const readModels = createTicketReadModels(core);
-  const contacts = createContactCommands(core);
-  const commands = createTicketCommands(core, contacts, createTicketQuota(core.log, core.clock, core.newId), readModels);
+  // Ticket and contact streams are never deleted, so their commands can start from cached states.
+  const cached: Core = { ...core, handle: createCommandHandler(core.log, core.newId, createStateCache(CACHED_STREAMS)) };
+  const contacts = createContactCommands(cached);
+  const commands = createTicketCommands(cached, contacts, createTicketQuota(core.log, core.clock, core.newId), readModels);
   const deps = { core, commands, contacts, readModels };
   const api = [ticketRoutes(deps), messageRoutes(deps), contactRoutes(deps)];
   return {

@@ -1,9 +1,12 @@
 // Exact monthly ticket counting (domain/ticket/quota.ts) without a read of the whole month per
-// ticket: the count and revision of each quota stream are cached and caught up incrementally, and
-// claims waiting on the same stream are decided and appended together (they then ride one group
-// commit instead of queueing behind each other). Another writer (a second API server) only costs a
-// re-read on the WrongExpectedRevision retry.
-import { WrongExpectedRevision, type EventLog, type ExpectedRevision } from '../log/event-log.js';
+// ticket. A quota stream holds only ticket.quota_used events, so its last revision gives the count:
+// an append with expected revision r is a claim decided on exactly r + 1 tickets, whoever else
+// writes the stream. Claims are therefore pipelined: each is decided on the revision that the
+// appends already submitted will leave, and appended at once, so the claims of a moment ride the
+// same group commit instead of waiting for each other's. A conflict (another API server wrote the
+// stream) or a failed append marks the stream stale: once the appends in flight have settled, it
+// is read again from the last revision known and the waiting claims are decided anew.
+import { WrongExpectedRevision, type EventLog } from '../log/event-log.js';
 import type { MicrosClock } from '../log/clock.js';
 import type { IdSource } from '../shared/ids.js';
 import { grantClaims, monthOf, quotaStream, TICKET_QUOTA_USED } from '../domain/ticket/quota.js';
@@ -11,15 +14,23 @@ import { grantClaims, monthOf, quotaStream, TICKET_QUOTA_USED } from '../domain/
 interface Claim {
   readonly ticketId: string;
   readonly limit: number;
+  attempts: number;
   readonly resolve: (granted: boolean) => void;
   readonly reject: (error: unknown) => void;
 }
 
 interface QuotaStream {
-  revision: ExpectedRevision;
-  used: number;
-  pending: Claim[];
-  running: boolean;
+  readonly name: string;
+  readonly workspaceId: string;
+  /** Last revision once every append submitted has landed (-1: no stream); the count is this + 1. */
+  revision: number;
+  /** Last revision known to be in the log. */
+  known: number;
+  /** The stream must be read again before the next decision. */
+  stale: boolean;
+  reading: boolean;
+  inFlight: number;
+  waiting: Claim[];
 }
 
 const MAX_ATTEMPTS = 50;
@@ -32,50 +43,68 @@ export interface TicketQuota {
 export const createTicketQuota = (log: EventLog, clock: MicrosClock, newId: IdSource): TicketQuota => {
   const streams = new Map<string, QuotaStream>();
 
-  const catchUp = async (name: string, s: QuotaStream) => {
-    const events = await log.readStream(name, s.revision === 'no_stream' ? 0 : Number(s.revision) + 1);
-    s.used += events.filter((e) => e.type === TICKET_QUOTA_USED).length;
-    const last = events.at(-1);
-    if (last !== undefined) s.revision = last.revision;
+  const append = (s: QuotaStream, granted: readonly Claim[]) => {
+    const expected = s.revision;
+    s.revision += granted.length;
+    s.inFlight += 1;
+    const events = granted.map((c) => ({ id: newId(), type: TICKET_QUOTA_USED, workspaceId: s.workspaceId, data: { ticket_id: c.ticketId } }));
+    log.append(s.name, events, expected < 0 ? 'no_stream' : expected).then(
+      ({ nextRevision }) => {
+        s.inFlight -= 1;
+        s.known = Math.max(s.known, nextRevision);
+        granted.forEach((c) => c.resolve(true));
+        pump(s);
+      },
+      (error: unknown) => {
+        s.inFlight -= 1;
+        s.stale = true;
+        for (const c of granted) {
+          if (error instanceof WrongExpectedRevision && ++c.attempts < MAX_ATTEMPTS) s.waiting.push(c);
+          else c.reject(error);
+        }
+        pump(s);
+      },
+    );
   };
 
-  const decideBatch = async (name: string, workspaceId: string, s: QuotaStream, batch: readonly Claim[]) => {
-    for (let attempt = 1; ; attempt++) {
-      await catchUp(name, s);
-      // Each claim is checked against its own limit (a plan change can land between requests).
-      const grants = grantClaims(s.used, batch.map((c) => c.limit));
-      const granted = batch.filter((_, i) => grants[i]);
-      if (granted.length === 0) return batch.forEach((c) => c.resolve(false));
-      try {
-        const events = granted.map((c) => ({ id: newId(), type: TICKET_QUOTA_USED, workspaceId, data: { ticket_id: c.ticketId } }));
-        const { nextRevision } = await log.append(name, events, s.revision);
-        s.revision = nextRevision;
-        s.used += granted.length;
-        return batch.forEach((c, i) => c.resolve(grants[i] === true));
-      } catch (error) {
-        if (!(error instanceof WrongExpectedRevision) || attempt >= MAX_ATTEMPTS) throw error;
-      }
+  const refresh = async (s: QuotaStream) => {
+    s.reading = true;
+    try {
+      const events = await log.readStream(s.name, s.known + 1);
+      s.known = s.revision = events.at(-1)?.revision ?? s.known;
+      s.stale = false;
+    } catch (error) {
+      s.waiting.splice(0).forEach((c) => c.reject(error));
+    } finally {
+      s.reading = false;
     }
+    pump(s);
   };
 
-  const drain = async (name: string, workspaceId: string, s: QuotaStream) => {
-    s.running = true;
-    while (s.pending.length > 0) {
-      const batch = s.pending.splice(0);
-      await decideBatch(name, workspaceId, s, batch).catch((error: unknown) => batch.forEach((c) => c.reject(error)));
+  function pump(s: QuotaStream): void {
+    if (s.stale) {
+      if (s.inFlight === 0 && !s.reading) void refresh(s);
+      return;
     }
-    s.running = false;
-  };
+    if (s.waiting.length === 0) return;
+    // Each claim is checked against its own limit (a plan change can land between requests).
+    const grants = grantClaims(s.revision + 1, s.waiting.map((c) => c.limit));
+    const granted = s.waiting.filter((_, i) => grants[i]);
+    // A refusal counts only what is in the log: it waits for the appends in flight.
+    s.waiting = s.waiting.filter((_, i) => !grants[i]);
+    if (granted.length > 0) append(s, granted);
+    else if (s.inFlight === 0) s.waiting.splice(0).forEach((c) => c.resolve(false));
+  }
 
   return {
     claim(workspaceId, limit, ticketId) {
       const name = quotaStream(workspaceId, monthOf(clock()));
       let s = streams.get(name);
-      if (s === undefined) streams.set(name, (s = { revision: 'no_stream', used: 0, pending: [], running: false }));
+      if (s === undefined) streams.set(name, (s = { name, workspaceId, revision: -1, known: -1, stale: true, reading: false, inFlight: 0, waiting: [] }));
       const stream = s;
       return new Promise<boolean>((resolve, reject) => {
-        stream.pending.push({ ticketId, limit, resolve, reject });
-        if (!stream.running) void drain(name, workspaceId, stream);
+        stream.waiting.push({ ticketId, limit, attempts: 0, resolve, reject });
+        pump(stream);
       });
     },
   };

@@ -1,6 +1,6 @@
 // The monthly ticket quota of a workspace: stream `ticket-quota-<workspace>-<YYYY-MM>` holds one
-// internal event per ticket counted. Appending with the expected revision makes the count exact
-// under concurrency; several waiting claims are decided together in one append.
+// internal event per ticket counted and nothing else, so revision r means r + 1 tickets. Appending
+// with the expected revision makes the count exact under concurrency.
 export const TICKET_QUOTA_USED = 'ticket.quota_used';
 
 export const quotaStream = (workspaceId: string, month: string): string => `ticket-quota-${workspaceId}-${month}`;

@@ -1,0 +1,85 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import { createProjectionTail, createProjectionRunner } from '../../src/app/projection-runner.js';
+import type { EventLog, NewEvent, RecordedEvent } from '../../src/log/event-log.js';
+import { openSqliteLog } from '../../src/log/sqlite.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'projection-runner-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+const event = (type: string, n: number): NewEvent => ({ id: randomBytes(16).toString('hex'), type, workspaceId: 'ws', data: { n } });
+
+const appendMany = async (log: EventLog, count: number, type = 'a') => {
+  let last = 0;
+  for (let i = 0; i < count; i++) last = (await log.append(`s-${i % 5}`, [event(type, i)], 'any')).records.at(-1)?.position ?? last;
+  return last;
+};
+
+/** A projection that records the positions it was given. */
+const recorder = (name: string, types: readonly string[], checkpoint = 0) => {
+  const seen: number[] = [];
+  return { seen, spec: { name, types, checkpoint: () => checkpoint, apply: (e: RecordedEvent) => void seen.push(e.position) } };
+};
+
+describe('projection runners on one log tail (int)', () => {
+  let log: ReturnType<typeof openSqliteLog>;
+  beforeEach(() => {
+    log = openSqliteLog({ file: join(dir, `${randomBytes(6).toString('hex')}.db`), pageSize: 7 });
+  });
+  afterEach(() => log.close());
+
+  it('gives each runner its types in log order, exactly once, whether it starts before, during or after writes', async () => {
+    const tail = createProjectionTail(log);
+    const early = recorder('early', ['a']);
+    const late = recorder('late', ['a', 'b']);
+    const resumed = recorder('resumed', ['b'], 30);
+    const first = tail.runner(early.spec);
+    await first.start();
+    await appendMany(log, 20);
+    const writing = appendMany(log, 40, 'b');
+    const second = tail.runner(late.spec);
+    const third = tail.runner(resumed.spec);
+    await Promise.all([second.start(), third.start()]);
+    const head = await writing;
+    await Promise.all([first, second, third].map((r) => r.waitFor(head)));
+
+    const all = await log.readAll({ after: 0 });
+    const of = (types: string[], after = 0) => all.filter((e) => types.includes(e.type) && e.position > after).map((e) => e.position);
+    expect(early.seen).to.deep.equal(of(['a']));
+    expect(late.seen).to.deep.equal(of(['a', 'b']));
+    expect(resumed.seen).to.deep.equal(of(['b'], 30));
+    expect([first, second, third].map((r) => r.position())).to.deep.equal([head, head, head]);
+    await Promise.all([first, second, third].map((r) => r.stop()));
+  });
+
+  it('waitFor resolves at events of other types, and a failing projection stops alone', async () => {
+    const healthy = recorder('healthy', ['a']);
+    const runner = createProjectionRunner(log, healthy.spec);
+    const failing = createProjectionRunner(log, {
+      name: 'failing',
+      types: ['a'],
+      checkpoint: () => 0,
+      apply: () => {
+        throw new Error('broken projection');
+      },
+    });
+    const errors: unknown[] = [];
+    const consoleError = console.error;
+    console.error = (...args: unknown[]) => void errors.push(args);
+    try {
+      await Promise.all([runner.start(), failing.start()]);
+      await appendMany(log, 3);
+      const head = await appendMany(log, 2, 'other');
+      await runner.waitFor(head);
+      expect(healthy.seen).to.have.length(3);
+      expect(failing.position()).to.equal(0);
+      expect(errors).to.have.length(1);
+    } finally {
+      console.error = consoleError;
+      await Promise.all([runner.stop(), failing.stop()]);
+    }
+  });
+});

@@ -5,7 +5,8 @@ import { startService } from './service.js';
 
 const main = async () => {
   const config = loadConfig();
-  const service = await startService(config, { bootstrapWorkspace: true });
+  // Only the embedded role creates a first workspace: several API servers must not each make one.
+  const service = await startService(config, { bootstrapWorkspace: config.role === 'all' });
   if (service.firstApiKey !== null) {
     console.log(`Created the first workspace ${service.firstApiKey.workspaceId}.`);
     console.log(`Its API key (shown once, keep it): ${service.firstApiKey.apiKey}`);

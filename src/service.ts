@@ -1,6 +1,4 @@
 // The composition root: the only module that knows which adapter runs behind each port.
-import * as fs from 'node:fs';
-import * as path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { createWorkspaceDirectory } from '../projections/workspace-directory.js';
@@ -13,11 +11,12 @@ import { isoMicros } from './domain/envelope.js';
 import { createHttpApp } from './http/app.js';
 import { adminRoutes } from './http/routes/admin.js';
 import { systemMicros, type MicrosClock } from './log/clock.js';
-import type { EventLog } from './log/event-log.js';
-import { openSqliteLog } from './log/sqlite.js';
+import { openRoleLog, roleFeatures } from './bus/roles.js';
 import { createMemoryRateLimiter } from './ratelimit/memory.js';
+import { createRedisRateLimiter } from './ratelimit/redis.js';
 import { randomId } from './shared/ids.js';
 import { createMemoryNotifier } from './updates/memory.js';
+import { createRedisNotifier } from './updates/redis.js';
 import { createUpdatesFeature } from './updates/feature.js';
 import { mediaFeature } from './media/feature.js';
 import { articlesFeature } from './articles/feature.js';
@@ -45,14 +44,18 @@ export const FEATURES: readonly FeatureFactory[] = [createUpdatesFeature, mediaF
 
 const SHUTDOWN_GRACE_MS = 5_000;
 
-const openLog = (config: Config, clock: MicrosClock): EventLog => {
-  fs.mkdirSync(config.dataDir, { recursive: true });
-  return openSqliteLog({ file: path.join(config.dataDir, 'events.sqlite'), clock });
-};
+/** Shared state lives in Redis when REDIS_URL is set (distributed mode), in this process otherwise. */
+const openSharedState = async (config: Config) =>
+  config.redisUrl === null
+    ? { notifier: createMemoryNotifier(), rateLimiter: createMemoryRateLimiter({ windowMs: config.rateLimit.windowMs }) }
+    : {
+        notifier: await createRedisNotifier({ url: config.redisUrl }),
+        rateLimiter: createRedisRateLimiter({ url: config.redisUrl, windowMs: config.rateLimit.windowMs }),
+      };
 
 export const startService = async (config: Config, options: ServiceOptions = {}): Promise<Service> => {
   const clock = options.clock ?? systemMicros;
-  const log = openLog(config, clock);
+  const log = await openRoleLog(config, clock);
   const handle = createCommandHandler(log, randomId);
   const directory = createWorkspaceDirectory();
   const directoryRunner = createProjectionRunner(log, { name: 'workspace-directory', types: directory.types, checkpoint: () => 0, apply: directory.apply });
@@ -66,10 +69,9 @@ export const startService = async (config: Config, options: ServiceOptions = {})
     directory,
     directorySettled: directoryRunner.waitFor,
     workspaces,
-    notifier: createMemoryNotifier(),
-    rateLimiter: createMemoryRateLimiter({ windowMs: config.rateLimit.windowMs }),
+    ...(await openSharedState(config)),
   };
-  const features: Feature[] = FEATURES.map((make) => make(core));
+  const features: Feature[] = roleFeatures(core, FEATURES);
 
   await directoryRunner.start();
   await directoryRunner.waitFor(await log.headPosition());

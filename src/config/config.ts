@@ -16,6 +16,7 @@ export interface Config {
   readonly kafkaBrokers: readonly string[] | null;
   readonly kafkaTopic: string;
   readonly kafkaGroup: string;
+  readonly kafkaSessionTimeoutMs: number;
   readonly maintenanceMode: boolean;
   readonly trustProxy: boolean;
   readonly bodyLimitBytes: number;
@@ -162,6 +163,8 @@ export const loadConfig = (env: Env = process.env): Config => {
     kafkaBrokers: brokers(env, 'KAFKA_BROKERS'),
     kafkaTopic: present(env, 'KAFKA_TOPIC') ?? 'support-events',
     kafkaGroup: present(env, 'KAFKA_GROUP') ?? 'webhook-dispatchers',
+    // Kafka's brokers refuse a session outside group.min/max.session.timeout.ms (6 s and 30 min by default).
+    kafkaSessionTimeoutMs: integer(env, 'KAFKA_SESSION_TIMEOUT_MS', 30_000, 6_000, 300_000),
     maintenanceMode: boolean(env, 'MAINTENANCE_MODE', false),
     trustProxy: boolean(env, 'TRUST_PROXY', false),
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 1_048_576, 1024, 104_857_600),
@@ -183,3 +186,32 @@ export const loadConfig = (env: Env = process.env): Config => {
     },
   };
 };
+
+/** Every environment variable loadConfig reads (docker-compose.yml sets only these; a test checks both). */
+export const CONFIG_VARIABLES = [
+  'ROLE',
+  'PORT',
+  'HOST',
+  'DATA_DIR',
+  'ADMIN_TOKEN',
+  'EVENTSTORE_URL',
+  'REDIS_URL',
+  'KAFKA_BROKERS',
+  'KAFKA_TOPIC',
+  'KAFKA_GROUP',
+  'KAFKA_SESSION_TIMEOUT_MS',
+  'MAINTENANCE_MODE',
+  'TRUST_PROXY',
+  'BODY_LIMIT_BYTES',
+  'RATE_LIMIT_PER_KEY',
+  'RATE_LIMIT_PER_IP',
+  'RATE_LIMIT_WINDOW_MS',
+  'MEDIA_MAX_BYTES',
+  'PLANS',
+  'WEBHOOK_RETRY_DELAYS',
+  'WEBHOOK_TIMEOUT_MS',
+  'WEBHOOK_ALLOWED_NETWORKS',
+  'WEBHOOK_MAX_IN_FLIGHT',
+  'WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION',
+  'WEBHOOK_SECRET_KEY',
+] as const;

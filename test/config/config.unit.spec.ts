@@ -35,6 +35,7 @@ describe('configuration', () => {
     refuses({ WEBHOOK_ALLOWED_NETWORKS: 'localhost' }, 'WEBHOOK_ALLOWED_NETWORKS');
     refuses({ EVENTSTORE_URL: 'http://x' }, 'EVENTSTORE_URL');
     refuses({ KAFKA_BROKERS: 'nohost' }, 'KAFKA_BROKERS');
+    refuses({ KAFKA_SESSION_TIMEOUT_MS: '5999' }, 'KAFKA_SESSION_TIMEOUT_MS');
     refuses({ MAINTENANCE_MODE: 'perhaps' }, 'MAINTENANCE_MODE');
     refuses({ PLANS: 'free:ten:false' }, 'PLANS');
     refuses({ WEBHOOK_SECRET_KEY: 'short' }, 'WEBHOOK_SECRET_KEY');

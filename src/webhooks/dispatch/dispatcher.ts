@@ -2,6 +2,9 @@
 // Independent of how events arrive (a log tail embedded, a Kafka consumer distributed): fanOut()
 // only records deliveries and queues their first attempt; workers (the pump) take due attempts from
 // the RetrySchedule. The in-memory state holds only deliveries still waiting; the log holds the rest.
+// With a schedule shared by several dispatchers (distributed mode), whoever claims an attempt owns
+// the delivery for that attempt: it reads the delivery back from the log, and lets go of it once the
+// next attempt is handed back to the schedule, since another dispatcher may take that one.
 import { left, right, type Either } from 'fp-ts/lib/Either.js';
 import type { Decided } from '../../app/command-handler.js';
 import { deliveryAggregate, foldDeliveries, type Delivery, type DeliveryCommand } from '../../domain/delivery/delivery.js';
@@ -30,6 +33,8 @@ export interface DispatcherDeps {
   readonly retryDelaysMs: readonly number[];
   readonly maxInFlight: number;
   readonly maxInFlightPerSubscription: number;
+  /** Other dispatchers put to and claim from the same schedule (the Redis one). */
+  readonly sharedSchedule?: boolean;
 }
 
 /** A delivery read back from the log after a restart. */
@@ -77,8 +82,12 @@ const fold = (state: Delivery | null, events: readonly Decided[]): Delivery => {
   return next;
 };
 
+/** Another dispatcher's puts do not wake this one: with a shared schedule it also looks this often. */
+const SHARED_WAKE_MS = 1000;
+
 export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
   const { log, subscriptions, sender, schedule, clock } = deps;
+  const shared = deps.sharedSchedule ?? false;
   const recorder = createRecorder(log);
   const pending = new Map<string, Pending>();
   const bySubscription = new Map<string, Set<string>>();
@@ -102,7 +111,9 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
     if (ids?.size === 0) bySubscription.delete(p.delivery.subscriptionId);
   };
 
+  /** Hands the delivery's next attempt to the schedule; a shared one may give it to another dispatcher, so this one lets go. */
   const enqueue = async (p: Pending, dueAt: number): Promise<void> => {
+    if (shared) forget(p);
     await schedule.put({ deliveryId: p.delivery.id, subscriptionId: p.delivery.subscriptionId, dueAt });
     pump.kick();
   };
@@ -161,10 +172,13 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
     }
     p.delivery = delivery;
     await record(p.workspaceId, delivery.subscriptionId, events);
-    if (delivery.status !== 'waiting' || delivery.nextAttemptAt === null) return;
+    // The claim is settled once the outcome is durable: a crash before then offers the attempt again.
+    if (delivery.status !== 'waiting' || delivery.nextAttemptAt === null) return schedule.remove(delivery.id);
     const row = subscriptions.get(p.workspaceId, delivery.subscriptionId);
-    if (row === undefined) forget(p);
-    else if (!row.isActive) await cancel(p, 'subscription_inactive');
+    if (row === undefined) {
+      forget(p);
+      await schedule.remove(delivery.id);
+    } else if (!row.isActive) await cancel(p, 'subscription_inactive');
     else await enqueue(p, delivery.nextAttemptAt);
   };
 
@@ -186,10 +200,44 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
     return body;
   };
 
+  /** The subscription's deliveries as its stream has them, with their workspace (null when the stream is empty or gone). */
+  const readHistory = async (subscriptionId: string): Promise<{ deliveries: Map<string, Delivery>; workspaceId: string | null }> => {
+    const events = await log.readStream(deliveryStream(subscriptionId));
+    const last = events.at(-1);
+    // The subscription was created before its first delivery: the directory must know it before judging it gone.
+    if (last !== undefined) await subscriptions.waitFor(last.position);
+    return { deliveries: foldDeliveries(events), workspaceId: last?.workspaceId ?? null };
+  };
+
+  /** Holds a waiting delivery read from the log, unless this dispatcher holds it already. */
+  const hold = (delivery: Delivery, workspaceId: string): Pending => {
+    const held = pending.get(delivery.id);
+    if (held !== undefined) return held;
+    const p: Pending = { delivery, workspaceId, body: null, inFlight: false };
+    track(p);
+    return p;
+  };
+
+  /** A claimed delivery this dispatcher does not hold (another one scheduled it, or this one restarted); undefined when no longer waiting. */
+  const takeOver = async (entry: DueAttempt): Promise<Pending | undefined> => {
+    const { deliveries, workspaceId } = await readHistory(entry.subscriptionId);
+    const delivery = deliveries.get(entry.deliveryId);
+    if (workspaceId === null || delivery?.status !== 'waiting') return pending.get(entry.deliveryId);
+    return hold(delivery, workspaceId);
+  };
+
+  /** A shared schedule's waiting deliveries are held by no dispatcher until claimed: each one reads them from the log. */
+  const holdWaiting = async (subscriptionId: string): Promise<void> => {
+    const { deliveries, workspaceId } = await readHistory(subscriptionId);
+    if (workspaceId === null) return;
+    for (const delivery of deliveries.values()) if (delivery.status === 'waiting') hold(delivery, workspaceId);
+  };
+
   /** One attempt; resolves when its slot is free (the bookkeeping after it continues in `settling`). */
   const attemptOnce = async (entry: DueAttempt): Promise<void> => {
-    const p = pending.get(entry.deliveryId);
-    if (p === undefined || p.inFlight) return;
+    const p = pending.get(entry.deliveryId) ?? (await takeOver(entry));
+    // Nothing left to attempt, or the attempt under way settles it: the claim is settled here.
+    if (p === undefined || p.inFlight) return schedule.remove(entry.deliveryId);
     const row = subscriptions.get(p.workspaceId, p.delivery.subscriptionId);
     if (row === undefined) return settle(dispatcher.subscriptionDeleted(p.delivery.subscriptionId), p.delivery.id);
     if (!row.isActive) return settle(cancel(p, 'subscription_inactive'), p.delivery.id);
@@ -210,6 +258,7 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
     maxInFlight: deps.maxInFlight,
     maxInFlightPerSubscription: deps.maxInFlightPerSubscription,
     run: attemptOnce,
+    ...(shared ? { wakeEveryMs: SHARED_WAKE_MS } : {}),
   });
 
   const dispatcher: Dispatcher = {
@@ -231,8 +280,14 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
           );
           const p: Pending = { delivery: fold(null, events), workspaceId: event.workspaceId, body, inFlight: false };
           track(p);
-          // The first attempt may go out before the record is durable: a crash then repeats it, never loses it.
-          await Promise.all([enqueue(p, at), record(event.workspaceId, subscription.id, events)]);
+          if (shared) {
+            // Whoever claims the first attempt reads the delivery from the log: it must be there first.
+            await record(event.workspaceId, subscription.id, events);
+            await enqueue(p, at);
+          } else {
+            // The first attempt may go out before the record is durable: a crash then repeats it, never loses it.
+            await Promise.all([enqueue(p, at), record(event.workspaceId, subscription.id, events)]);
+          }
         }),
       );
     },
@@ -246,16 +301,18 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
         }
         if (delivery.eventPosition > fannedOutThrough) known.add(delivery.id);
         if (delivery.status !== 'waiting' || delivery.nextAttemptAt === null) continue;
+        // Through the schedule, never straight to an attempt: a shared one takes the put of every
+        // starting dispatcher as one entry, and hands each attempt to one of them.
         const p: Pending = { delivery, workspaceId, body: null, inFlight: false };
         track(p);
-        await schedule.put({ deliveryId: delivery.id, subscriptionId: delivery.subscriptionId, dueAt: delivery.nextAttemptAt });
+        await enqueue(p, delivery.nextAttemptAt);
       }
       // History left behind by a deletion that happened while the dispatcher was not looking.
       for (const subscriptionId of gone) await log.deleteStream(deliveryStream(subscriptionId));
-      pump.kick();
     },
 
     async subscriptionDeactivated(subscriptionId, position) {
+      if (shared) await holdWaiting(subscriptionId);
       const ids = [...(bySubscription.get(subscriptionId) ?? [])];
       for (const id of ids) {
         const p = pending.get(id);
@@ -291,7 +348,7 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
       return right(p.delivery);
     },
 
-    start: () => pump.kick(),
+    start: () => pump.start(),
 
     async stop() {
       await pump.stop();

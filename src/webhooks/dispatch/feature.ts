@@ -1,21 +1,34 @@
 // The delivery engine as an extension of the webhooks feature (it shares the subscription read model
-// and the sender): embedded mode, the dispatcher fed by a tail of the log, the retry schedule in
-// memory, rebuilt from the log at start. Routes: the delivery history and manual retry extensions.
+// and the sender). Its event source is a parameter: a tail of the log in the embedded mode, the Kafka
+// consumer group in the dispatcher role. Its retry schedule is in memory unless a schedule shared by
+// several dispatchers is given (Redis, in the dispatcher role when REDIS_URL is set). Routes: the
+// delivery history and manual retry extensions.
 import type { Core, FeatureFactory } from '../../app/core.js';
 import { createWebhooksFeature, type WebhookExtension } from '../feature.js';
 import { runSubscriptionCommand } from '../subscriptions.js';
 import { createDispatcher } from './dispatcher.js';
-import { createLogTail } from './log-tail.js';
+import { createLogTail, type LogTail, type LogTailOptions } from './log-tail.js';
+import type { RetrySchedule } from './retry-schedule.js';
 import { createMemoryRetrySchedule } from './retry-schedule/memory.js';
 import { deliveryRoutes } from './routes.js';
 
-export const webhookDispatch: WebhookExtension = (core: Core, { directory, sender }) => {
+/** Where the dispatcher's events come from: anything that feeds dispatcher.fanOut in log order per workspace. */
+export type EventSource = (options: LogTailOptions) => LogTail;
+
+/** A retry schedule other dispatchers share, with its connection. */
+export interface SharedRetrySchedule extends RetrySchedule {
+  ready(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export const webhookDispatchFrom = (source: EventSource, shared?: SharedRetrySchedule): WebhookExtension => (core: Core, { directory, sender }) => {
   const { webhooks } = core.config;
   const dispatcher = createDispatcher({
     log: core.log,
     subscriptions: directory,
     sender,
-    schedule: createMemoryRetrySchedule(),
+    schedule: shared ?? createMemoryRetrySchedule(),
+    sharedSchedule: shared !== undefined,
     clock: core.clock,
     retryDelaysMs: webhooks.retryDelaysMs,
     maxInFlight: webhooks.maxInFlight,
@@ -28,7 +41,7 @@ export const webhookDispatch: WebhookExtension = (core: Core, { directory, sende
       if (last !== undefined) await directory.waitFor(last.position);
     },
   });
-  const tail = createLogTail({ log: core.log, subscriptions: directory, dispatcher });
+  const tail = source({ log: core.log, subscriptions: directory, dispatcher });
   // The directory applies the deletion marker before the subscription's stream goes: its history goes too.
   directory.onDeleted((row) => {
     dispatcher.subscriptionDeleted(row.id).catch((error: unknown) => console.error(`webhook ${row.id}: deleting its delivery history:`, error));
@@ -36,15 +49,23 @@ export const webhookDispatch: WebhookExtension = (core: Core, { directory, sende
   return {
     routes: deliveryRoutes({ log: core.log, subscriptions: directory, dispatcher }),
     async start() {
+      await shared?.ready();
       await tail.start();
       dispatcher.start();
     },
     async stop() {
       await tail.stop();
       await dispatcher.stop();
+      await shared?.close();
     },
   };
 };
 
-/** The webhooks feature with its delivery engine: the one line for FEATURES in src/service.ts. */
-export const webhooksWithDeliveryFeature: FeatureFactory = (core) => createWebhooksFeature(core, [webhookDispatch]);
+/** The webhooks feature with its delivery engine fed by `source` (default: a tail of the log). */
+export const webhooksWithDelivery =
+  (source: EventSource = createLogTail, shared?: SharedRetrySchedule): FeatureFactory =>
+  (core) =>
+    createWebhooksFeature(core, [webhookDispatchFrom(source, shared)]);
+
+/** The embedded mode's webhooks feature: the one line for FEATURES in src/service.ts. */
+export const webhooksWithDeliveryFeature: FeatureFactory = webhooksWithDelivery();

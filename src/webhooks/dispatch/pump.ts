@@ -1,7 +1,8 @@
 // The workers: take due attempts from the RetrySchedule while there is room, overall (maxInFlight)
 // and per subscription (maxInFlightPerSubscription). A subscription at its limit is skipped, not
 // waited for, so a slow or dead endpoint only ever holds its own slots. Woken by new entries, by a
-// finished attempt, and by a timer set to the next due time.
+// finished attempt, by a timer set to the next due time, and, when the schedule is shared with other
+// dispatchers (whose puts do not wake this one), every `wakeEveryMs`.
 import type { MicrosClock } from '../../log/clock.js';
 import type { DueAttempt, RetrySchedule } from './retry-schedule.js';
 
@@ -12,9 +13,12 @@ export interface PumpOptions {
   readonly maxInFlightPerSubscription: number;
   /** Performs one attempt; its slot is free again when the promise settles. */
   readonly run: (entry: DueAttempt) => Promise<void>;
+  readonly wakeEveryMs?: number;
 }
 
 export interface Pump {
+  /** Takes what is due now and from then on. */
+  start(): void;
   kick(): void;
   /** Takes nothing more; resolves once the attempts in flight have settled. */
   stop(): Promise<void>;
@@ -25,6 +29,7 @@ export const createPump = (options: PumpOptions): Pump => {
   const perSubscription = new Map<string, number>();
   const running = new Set<Promise<void>>();
   let timer: NodeJS.Timeout | null = null;
+  let ticker: NodeJS.Timeout | null = null;
   let stopped = false;
   let filling = false;
   let again = false;
@@ -90,10 +95,15 @@ export const createPump = (options: PumpOptions): Pump => {
   }
 
   return {
+    start() {
+      if (options.wakeEveryMs !== undefined && ticker === null && !stopped) ticker = setInterval(kick, options.wakeEveryMs);
+      kick();
+    },
     kick,
     async stop() {
       stopped = true;
       if (timer !== null) clearTimeout(timer);
+      if (ticker !== null) clearInterval(ticker);
       while (running.size > 0) await Promise.allSettled([...running]);
     },
   };

@@ -1,0 +1,124 @@
+// The dispatcher side of the bus: a kafkajs consumer group on the topic of envelopes. Following the
+// kafkajs pitfalls (DESIGN.md), the batch handler never throws and never sleeps: it decodes each
+// message, hands the event to `handle` (which only records deliveries; workers send them later),
+// heartbeats while a long batch runs, and resolves and commits offsets only for the in-order prefix
+// of the batch whose events are handled. A message that is not a valid envelope is logged and skipped.
+// When `handle` fails (the log is unreachable), the partition is rewound to the failed message and
+// paused for `retryDelayMs`, so it is handed over again and nothing behind it is committed past it.
+import type { Consumer, EachBatchPayload, Kafka } from 'kafkajs';
+import type { RecordedEvent } from '../log/event-log.js';
+import { fromMessage, PoisonMessage } from './message.js';
+
+export interface BusConsumerOptions {
+  readonly kafka: Kafka;
+  readonly topic: string;
+  readonly group: string;
+  /** Idempotent per event (a rebalance or a crash hands an event over again); resolves once its work is durable. */
+  readonly handle: (record: RecordedEvent) => Promise<void>;
+  readonly retryDelayMs?: number;
+  /** How long Kafka waits for a silent member (a killed dispatcher) before its partitions move; 30 s by default. */
+  readonly sessionTimeoutMs?: number;
+  /** Events of one batch handled at the same time, at most. */
+  readonly window?: number;
+  readonly partitionsConsumedConcurrently?: number;
+  readonly onError?: (error: unknown) => void;
+}
+
+export interface BusConsumer {
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export const createBusConsumer = (options: BusConsumerOptions): BusConsumer => {
+  const { kafka, topic, handle } = options;
+  const retryDelayMs = options.retryDelayMs ?? 1000;
+  const window = options.window ?? 256;
+  const sessionTimeout = options.sessionTimeoutMs ?? 30_000;
+  const onError = options.onError ?? ((error: unknown) => console.error('bus consumer:', error));
+  let consumer: Consumer | null = null;
+  const resumeTimers = new Set<NodeJS.Timeout>();
+
+  /** Runs `handle` over the batch in order, `window` at a time; how many lead messages are done, and whether one failed. */
+  const handleAll = async (payload: EachBatchPayload): Promise<{ done: number; failed: boolean }> => {
+    const { messages } = payload.batch;
+    const done = messages.map(() => false);
+    let failedAt = messages.length;
+    let next = 0;
+    const worker = async () => {
+      for (let i = next++; i < messages.length; i = next++) {
+        const message = messages[i];
+        if (message === undefined || !payload.isRunning() || failedAt < i) continue;
+        try {
+          await handle(fromMessage(message));
+          done[i] = true;
+        } catch (error) {
+          if (error instanceof PoisonMessage) {
+            onError(new Error(`${topic}[${payload.batch.partition}]@${message.offset} skipped: ${error.message}`));
+            done[i] = true;
+          } else {
+            failedAt = Math.min(failedAt, i);
+            onError(error);
+          }
+        }
+        // Sent only when the heartbeat interval has passed; a rebalance shows at commit time instead.
+        await payload.heartbeat().catch(() => undefined);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(window, messages.length) }, worker));
+    const prefix = done.indexOf(false);
+    return { done: prefix === -1 ? messages.length : prefix, failed: failedAt < messages.length };
+  };
+
+  const eachBatch = async (payload: EachBatchPayload): Promise<void> => {
+    const { batch } = payload;
+    const { done, failed } = await handleAll(payload);
+    const last = batch.messages[done - 1];
+    try {
+      if (last !== undefined) payload.resolveOffset(last.offset);
+      await payload.commitOffsetsIfNecessary();
+    } catch (error) {
+      // The partition moved to another member meanwhile; it starts from the last commit (idempotent).
+      onError(error);
+    }
+    const retry = batch.messages[done];
+    if (!failed || retry === undefined || consumer === null) return;
+    consumer.seek({ topic, partition: batch.partition, offset: retry.offset });
+    const resume = payload.pause();
+    const timer = setTimeout(() => {
+      resumeTimers.delete(timer);
+      resume();
+    }, retryDelayMs);
+    resumeTimers.add(timer);
+  };
+
+  return {
+    async start() {
+      const created = kafka.consumer({
+        groupId: options.group,
+        sessionTimeout,
+        // Well under the third of the session kafkajs asks for: 3 s at 30 s, kafkajs's own default.
+        heartbeatInterval: Math.floor(sessionTimeout / 10),
+        // Short fetch waits: a resumed partition and a stop are not held up by an idle long poll.
+        maxWaitTimeInMs: 1000,
+        retry: { retries: Number.MAX_SAFE_INTEGER, initialRetryTime: 300, maxRetryTime: 5000 },
+      });
+      consumer = created;
+      await created.connect();
+      // A new group starts at the beginning: events relayed before the first dispatcher started count.
+      await created.subscribe({ topic, fromBeginning: true });
+      await created.run({
+        autoCommit: true,
+        eachBatchAutoResolve: false,
+        partitionsConsumedConcurrently: options.partitionsConsumedConcurrently ?? 4,
+        eachBatch,
+      });
+    },
+    async stop() {
+      resumeTimers.forEach(clearTimeout);
+      resumeTimers.clear();
+      const stopping = consumer;
+      consumer = null;
+      await stopping?.disconnect();
+    },
+  };
+};

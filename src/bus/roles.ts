@@ -1,0 +1,93 @@
+// What each process role (config.role, env ROLE) runs, for the composition root:
+//   all         embedded: every feature, the webhook engine fed by a log tail (unchanged)
+//   api         every HTTP feature, without the webhook delivery engine and the feed publisher
+//   relay       the relay log → Kafka (and the EventStoreDB sequencer) and the feed publisher (the one
+//               process announcing new offsets to the API servers' long polls), health routes only
+//   dispatcher  the webhook delivery engine fed by the Kafka consumer group, with the retry schedule
+//               shared in Redis when REDIS_URL is set, health routes only
+// Every role serves /healthz and /readyz.
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import type { Core, Feature, FeatureFactory } from '../app/core.js';
+import { ConfigError, type Config } from '../config/config.js';
+import { checksFor, createHealthFeature, healthFeature } from '../health/feature.js';
+import type { MicrosClock } from '../log/clock.js';
+import type { EventLog } from '../log/event-log.js';
+import { openEventStoreDbLog } from '../log/eventstoredb.js';
+import { openSqliteLog } from '../log/sqlite.js';
+import { feedPublisherFeature } from '../updates/feature.js';
+import { webhooksWithDelivery, webhooksWithDeliveryFeature } from '../webhooks/dispatch/feature.js';
+import { createRedisRetrySchedule } from '../webhooks/dispatch/retry-schedule/redis.js';
+import { webhooksFeature } from '../webhooks/feature.js';
+import { createLogCheckpoint } from './checkpoint.js';
+import { createKafka } from './kafka.js';
+import { createRelay } from './relay.js';
+import { createKafkaSource } from './webhook-source.js';
+
+/**
+ * The role's log: EventStoreDB when EVENTSTORE_URL is set (the sequencer runs in relay or all), else
+ * the SQLite file, shared by the processes of one host unless the role is the embedded `all`.
+ */
+export const openRoleLog = async (config: Config, clock: MicrosClock): Promise<EventLog> => {
+  if (config.eventstoreUrl !== null) {
+    return openEventStoreDbLog({ connectionString: config.eventstoreUrl, sequencer: config.role === 'relay' || config.role === 'all', clock });
+  }
+  fs.mkdirSync(config.dataDir, { recursive: true });
+  return openSqliteLog({ file: path.join(config.dataDir, 'events.sqlite'), clock, shared: config.role !== 'all' });
+};
+
+// A claim outlives one attempt (at most the timeout) and its recording; then another dispatcher takes it.
+const CLAIM_LEASE_MARGIN_MS = 5_000;
+
+const brokersOf = (config: Config): readonly string[] => {
+  if (config.kafkaBrokers === null) throw new ConfigError('KAFKA_BROKERS', `required for ROLE=${config.role}`);
+  return config.kafkaBrokers;
+};
+
+const relayFeatures = (core: Core): Feature[] => {
+  const relay = createRelay({
+    log: core.log,
+    kafka: createKafka(brokersOf(core.config), 'relay'),
+    topic: core.config.kafkaTopic,
+    checkpoint: createLogCheckpoint(core.log, core.newId),
+  });
+  const running = {
+    name: 'relay',
+    check: async () => {
+      const failure = relay.failure();
+      if (failure !== null) throw failure;
+    },
+  };
+  return [
+    { name: 'relay', start: relay.start, stop: relay.stop },
+    feedPublisherFeature(core),
+    createHealthFeature([...checksFor(core.config, core.log), running]),
+  ];
+};
+
+const dispatcherFeatures = (core: Core): Feature[] => {
+  const { config } = core;
+  const bus = {
+    kafka: createKafka(brokersOf(config), 'dispatcher'),
+    topic: config.kafkaTopic,
+    group: config.kafkaGroup,
+    sessionTimeoutMs: config.kafkaSessionTimeoutMs,
+  };
+  // A claim outlives one attempt (its send timeout, then recording), so only a dead dispatcher's claims expire.
+  const shared = config.redisUrl === null ? undefined : createRedisRetrySchedule({ url: config.redisUrl, leaseMs: 2 * config.webhooks.timeoutMs + CLAIM_LEASE_MARGIN_MS });
+  return [webhooksWithDelivery(createKafkaSource(bus), shared)(core), healthFeature(core)];
+};
+
+/** The features the configured role runs; `embedded` is the full list of the `all` role. */
+export const roleFeatures = (core: Core, embedded: readonly FeatureFactory[]): Feature[] => {
+  switch (core.config.role) {
+    case 'all':
+      return [...embedded, healthFeature].map((make) => make(core));
+    case 'api':
+      return [...embedded.map((make) => (make === webhooksWithDeliveryFeature ? webhooksFeature : make)), healthFeature].map((make) => make(core));
+    case 'relay':
+      return relayFeatures(core);
+    case 'dispatcher':
+      return dispatcherFeatures(core);
+  }
+};

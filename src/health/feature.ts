@@ -1,0 +1,50 @@
+// Health endpoints outside the versioned API, without auth, answered even in maintenance mode:
+// GET /healthz: the process is alive (200 {status: 'ok'}); GET /readyz: every engine this process's
+// role needs answers within the timeout (200 {status: 'ready'}), else 503 in the short error form
+// naming what is down. Orchestrators (docker-compose healthchecks) poll /readyz.
+import type { Core, Feature, FeatureFactory } from '../app/core.js';
+import { createKafka } from '../bus/kafka.js';
+import type { Config } from '../config/config.js';
+import { short } from '../http/api-error.js';
+import type { EventLog } from '../log/event-log.js';
+import { kafkaCheck, logCheck, redisCheck, type HealthCheck } from './checks.js';
+
+const CHECK_TIMEOUT_MS = 2000;
+
+/** The engines of a role: the log always, Redis when configured, Kafka for the roles on the bus. */
+export const checksFor = (config: Config, log: EventLog): HealthCheck[] => [
+  logCheck(log),
+  ...(config.redisUrl === null ? [] : [redisCheck(config.redisUrl)]),
+  ...(config.kafkaBrokers !== null && (config.role === 'relay' || config.role === 'dispatcher')
+    ? [kafkaCheck(createKafka(config.kafkaBrokers, `${config.role}-health`))]
+    : []),
+];
+
+const answers = (check: HealthCheck, timeoutMs: number): Promise<boolean> => {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs)));
+  return Promise.race([check.check().then(() => true, () => false), timeout]).finally(() => clearTimeout(timer));
+};
+
+export const createHealthFeature = (checks: readonly HealthCheck[], timeoutMs = CHECK_TIMEOUT_MS): Feature => ({
+  name: 'health',
+  routes: {
+    open(router) {
+      router.get('/healthz', (ctx) => {
+        ctx.body = { status: 'ok' };
+      });
+      router.get('/readyz', async (ctx) => {
+        const results = await Promise.all(checks.map((check) => answers(check, timeoutMs)));
+        const down = checks.filter((_, i) => !results[i]).map((check) => check.name);
+        if (down.length > 0) throw short(503, `Not ready: ${down.join(', ')} not answering`);
+        ctx.body = { status: 'ready' };
+      });
+    },
+  },
+  async stop() {
+    for (const check of checks) await check.close?.();
+  },
+});
+
+/** /healthz and /readyz for the engines the configured role needs. */
+export const healthFeature: FeatureFactory = (core: Core) => createHealthFeature(checksFor(core.config, core.log));

@@ -1,0 +1,121 @@
+// The dispatcher's consumer against the real Kafka of the test run (pending without KAFKA_BROKERS).
+// The handler here stands for the dispatcher's fan-out: the test controls when it finishes or fails.
+import { expect } from 'chai';
+import { Partitioners, type Kafka, type Producer } from 'kafkajs';
+import { createBusConsumer, type BusConsumer } from '../../src/bus/consumer.js';
+import { ensureTopic } from '../../src/bus/kafka.js';
+import { toMessage } from '../../src/bus/message.js';
+import type { RecordedEvent } from '../../src/log/event-log.js';
+import { randomId } from '../../src/shared/ids.js';
+import { openTempLog, requireKafka, uniqueName, type TempLog } from '../support/bus-kafka.js';
+import { eventually } from '../support/webhooks-dispatch.js';
+import { appendEvents, ticketUpdated } from '../support/updates-events.js';
+
+describe('bus consumer (real Kafka)', function () {
+  this.timeout(60_000);
+  let kafka: Kafka;
+  let temp: TempLog;
+  let topic: string;
+  let group: string;
+  let producer: Producer;
+  const consumers: BusConsumer[] = [];
+  const errors: unknown[] = [];
+
+  const events = async (count: number): Promise<RecordedEvent[]> => appendEvents(temp.log, 'ws-1', Array.from({ length: count }, () => ticketUpdated(randomId())));
+
+  const produce = async (messages: readonly { key: string; value: Buffer | string; headers?: Record<string, string> }[]) => {
+    await producer.send({ topic, acks: -1, messages: messages.map((m) => ({ ...m })) });
+  };
+
+  const produceEvents = (records: readonly RecordedEvent[]) => produce(records.map((r) => { const m = toMessage(r); return { key: m.key, value: m.value, headers: { ...m.headers } }; }));
+
+  const start = async (handle: (record: RecordedEvent) => Promise<void>): Promise<BusConsumer> => {
+    const consumer = createBusConsumer({ kafka, topic, group, handle, retryDelayMs: 100, onError: (e) => errors.push(e) });
+    await consumer.start();
+    consumers.push(consumer);
+    return consumer;
+  };
+
+  /** The group's committed offset on partition 0 (-1 when none). */
+  const committed = async (): Promise<number> => {
+    const admin = kafka.admin();
+    await admin.connect();
+    try {
+      const [entry] = await admin.fetchOffsets({ groupId: group, topics: [topic] });
+      return Number(entry?.partitions.find((p) => p.partition === 0)?.offset ?? -1);
+    } finally {
+      await admin.disconnect();
+    }
+  };
+
+  beforeEach(async function () {
+    kafka = requireKafka(this);
+    temp = openTempLog();
+    topic = uniqueName('consumer-test');
+    group = uniqueName('dispatchers');
+    errors.length = 0;
+    await ensureTopic(kafka, topic, 1);
+    producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner });
+    await producer.connect();
+  });
+
+  afterEach(async () => {
+    for (const consumer of consumers.splice(0)) await consumer.stop();
+    await producer?.disconnect();
+    await temp?.close();
+  });
+
+  it('rebuilds each relayed event exactly as recorded', async () => {
+    const records = await events(3);
+    await produceEvents(records);
+    const handled: RecordedEvent[] = [];
+    await start(async (record) => void handled.push(record));
+    await eventually('3 events handled', () => handled.length === 3);
+    expect(handled).to.deep.equal(records.map((r) => ({ ...r, metadata: {} })));
+  });
+
+  it('logs and skips a poison message and goes on with the partition', async () => {
+    const [before, after] = await events(2);
+    const envelope = toMessage(before as RecordedEvent);
+    await produceEvents([before as RecordedEvent]);
+    await produce([
+      { key: 'ws-1', value: 'not json at all' },
+      { key: 'ws-1', value: envelope.value, headers: { ...envelope.headers, position: 'x' } },
+      { key: 'ws-1', value: Buffer.from('{"id":"1"}'), headers: { ...envelope.headers } },
+    ]);
+    await produceEvents([after as RecordedEvent]);
+    const handled: string[] = [];
+    await start(async (record) => void handled.push(record.id));
+    await eventually('both valid events handled', () => handled.length === 2);
+    expect(handled).to.deep.equal([before?.id, after?.id]);
+    await eventually('offsets committed past the poison', async () => (await committed()) === 5);
+    expect(errors.filter((e) => String(e).includes('skipped'))).to.have.length(3);
+  });
+
+  it('commits an event only after its fan-out is done, and hands a failed one over again', async () => {
+    const records = await events(3);
+    const [first, second, third] = records as [RecordedEvent, RecordedEvent, RecordedEvent];
+    let release: () => void = () => undefined;
+    const blocked = new Promise<void>((resolve) => (release = resolve));
+    let failOnce = true;
+    const handled: string[] = [];
+    await start(async (record) => {
+      if (record.id === second.id) await blocked;
+      if (record.id === third.id && failOnce) {
+        failOnce = false;
+        throw new Error('log unreachable');
+      }
+      handled.push(record.id);
+    });
+    await produceEvents(records);
+    await eventually('the first event handled', () => handled.includes(first.id));
+    // Hold the second: nothing may be committed past the first while it runs.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(await committed()).to.be.at.most(1);
+    release();
+    await eventually('all handled, the third after a retry', () => handled.length === 3);
+    expect(handled).to.deep.equal([first.id, second.id, third.id]);
+    await eventually('all committed', async () => (await committed()) === 3);
+    expect(errors.map(String)).to.include('Error: log unreachable');
+  });
+});

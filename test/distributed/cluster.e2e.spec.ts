@@ -1,0 +1,235 @@
+// The distributed mode end to end on one machine, with real processes: two API servers, the relay
+// and two dispatchers over one shared SQLite log, the real Kafka of the test run (KAFKA_BROKERS) and
+// a private Redis this file can stop. Pending unless REDIS_URL and KAFKA_BROKERS are set (npm test).
+// The tests run in order on one cluster: a dispatcher killed in one is replaced before the next.
+import { expect } from 'chai';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { deliveryIdOf } from '../../src/domain/delivery/ids.js';
+import { randomId } from '../../src/shared/ids.js';
+import { createProcessGroup, socketOwner, type ProcessGroup, type RoleProcess } from '../support/processes.js';
+import { startReceiver, type Receiver, type ReceivedRequest } from '../support/receiver.js';
+import { redisServerInstalled, startPrivateRedis, type PrivateRedis } from '../support/redis-server.js';
+import { call, type Reply } from '../support/server.js';
+import { eventIdOf, eventually, header, settle } from '../support/webhooks-dispatch.js';
+
+const ADMIN = 'distributed-admin-token';
+const RATE_LIMIT_PER_KEY = 100;
+/** Long enough to kill a dispatcher between the first attempts and the retries. */
+const RETRY_DELAY_MS = 4000;
+
+interface Workspace {
+  readonly workspaceId: string;
+  readonly apiKey: string;
+  /** Calls the API on server `on` (0: A, 1: B). */
+  api(on: number, method: string, path: string, body?: unknown): Promise<Reply>;
+}
+
+describe('distributed mode with real processes (e2e)', function () {
+  this.timeout(120_000);
+  let redis: PrivateRedis;
+  let group: ProcessGroup;
+  let dataDir: string;
+  let apis: RoleProcess[] = [];
+  let dispatchers: RoleProcess[] = [];
+  let env: Record<string, string>;
+  const receivers: Receiver[] = [];
+
+  before(async function () {
+    const brokers = process.env['KAFKA_BROKERS'];
+    if (process.env['REDIS_URL'] === undefined || brokers === undefined || !redisServerInstalled()) this.skip();
+    redis = await startPrivateRedis();
+    dataDir = mkdtempSync(path.join(tmpdir(), 'sp-distributed-'));
+    const run = randomId().slice(0, 12);
+    env = {
+      DATA_DIR: dataDir,
+      REDIS_URL: redis.url,
+      KAFKA_BROKERS: brokers,
+      KAFKA_TOPIC: `distributed-${run}`,
+      KAFKA_GROUP: `dispatchers-${run}`,
+      // The least the broker allows (group.min.session.timeout.ms): a killed dispatcher's partitions move sooner.
+      KAFKA_SESSION_TIMEOUT_MS: '6000',
+      ADMIN_TOKEN: ADMIN,
+      WEBHOOK_SECRET_KEY: 'ab'.repeat(32),
+      WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8',
+      WEBHOOK_RETRY_DELAYS: Array(5).fill(`${RETRY_DELAY_MS}ms`).join(','),
+      WEBHOOK_TIMEOUT_MS: '1000',
+      RATE_LIMIT_PER_KEY: String(RATE_LIMIT_PER_KEY),
+      RATE_LIMIT_PER_IP: '1000000',
+    };
+    group = createProcessGroup(env);
+    // The relay first: it creates the topic with all its partitions before a consumer subscribes.
+    await group.start('relay', { ROLE: 'relay' });
+    apis = await Promise.all([group.start('api-a', { ROLE: 'api' }), group.start('api-b', { ROLE: 'api' })]);
+    dispatchers = await Promise.all([group.start('dispatcher-1', { ROLE: 'dispatcher' }), group.start('dispatcher-2', { ROLE: 'dispatcher' })]);
+    receivers.push(await startReceiver(), await startReceiver());
+  });
+
+  afterEach(function () {
+    if (this.currentTest?.state === 'failed') console.log(group.outputs());
+  });
+
+  after(async () => {
+    await group?.stopAll();
+    await Promise.all(receivers.map((r) => r.close()));
+    await redis?.stop();
+    if (dataDir !== undefined) rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  const createWorkspace = async (): Promise<Workspace> => {
+    const created = await call(`${apis[0]?.url}/admin/v1/workspaces`, 'POST', ADMIN, { name: 'distributed', plan: 'business' });
+    expect(created.status, JSON.stringify(created.body)).to.equal(201);
+    const apiKey = String(created.body.api_key);
+    // The other server learns of the key from the shared log (an unknown key does not count against it:
+    // this is the key's one counted request).
+    await eventually('the key on server B', async () => (await call(`${apis[1]?.url}/api/v1/tickets`, 'GET', apiKey)).status === 200);
+    return {
+      workspaceId: String(created.body.workspace_id),
+      apiKey,
+      api: (on, method, p, body) => call(`${apis[on]?.url}${p}`, method, apiKey, body),
+    };
+  };
+
+  const createTicket = async (ws: Workspace, on: number): Promise<void> => {
+    const reply = await ws.api(on, 'POST', '/api/v1/tickets', { contact: { email: `${randomId().slice(0, 10)}@example.com` }, subject: 'Help', message: 'hello' });
+    expect(reply.status, JSON.stringify(reply.body)).to.equal(201);
+  };
+
+  const subscribe = async (ws: Workspace, receiver: Receiver): Promise<string> => {
+    const created = await ws.api(0, 'POST', '/api/v1/webhooks', { url: receiver.url, description: 'distributed' });
+    expect(created.status, JSON.stringify(created.body)).to.equal(201);
+    return String(created.body.id);
+  };
+
+  /** The workspace's public events: what its subscriptions must all receive. */
+  const feedIds = async (ws: Workspace): Promise<string[]> => {
+    const feed = await ws.api(1, 'GET', '/api/v1/updates?offset=0&limit=1000&timeout=0');
+    expect(feed.status).to.equal(200);
+    return (feed.body.items as { id: string }[]).map((item) => item.id);
+  };
+
+  const received = (): ReceivedRequest[] => receivers.flatMap((r) => r.requests);
+
+  /** Waits until every (event, subscription) pair arrived; checks that repeats carry the same id and bytes. */
+  const expectAllDelivered = async (eventIds: readonly string[], subscriptionIds: readonly string[], timeoutMs: number): Promise<void> => {
+    const expected = eventIds.flatMap((eventId) => subscriptionIds.map((sub) => ({ eventId, webhookId: deliveryIdOf(eventId, sub) })));
+    await eventually(
+      `${expected.length} deliveries`,
+      () => {
+        const seen = new Set(received().map((r) => header(r, 'X-Webhook-Id')));
+        return expected.every((e) => seen.has(e.webhookId));
+      },
+      timeoutMs,
+    );
+    const requests = received();
+    for (const { eventId, webhookId } of expected) {
+      const copies = requests.filter((r) => header(r, 'X-Webhook-Id') === webhookId);
+      for (const copy of copies) {
+        expect(eventIdOf(copy)).to.equal(eventId);
+        expect(copy.body.equals(copies[0]?.body ?? Buffer.alloc(0)), 'a repeat sends the same bytes').to.equal(true);
+      }
+    }
+  };
+
+  it('shares the rate limit of a key across the two API servers', async () => {
+    const ws = await createWorkspace();
+    const used = 1;
+    const statuses: number[] = [];
+    for (let i = 0; i < RATE_LIMIT_PER_KEY + 20; i++) statuses.push((await ws.api(i % 2, 'GET', '/api/v1/tickets')).status);
+    // Each server alone would allow the whole limit (no 429 at all): together they allow it once. A
+    // Redis command slower than its timeout on this busy machine fails open, so a few extra may pass.
+    expect(statuses.filter((s) => s === 200).length).to.be.at.least(RATE_LIMIT_PER_KEY - used);
+    expect(statuses.filter((s) => s === 429).length).to.be.at.least(10);
+    expect(statuses.slice(0, RATE_LIMIT_PER_KEY - used).every((s) => s === 200), 'nothing refused within the limit').to.equal(true);
+  });
+
+  it('wakes a long poll on server A with a write on server B', async () => {
+    const ws = await createWorkspace();
+    const poll = ws.api(0, 'GET', '/api/v1/updates?offset=0&timeout=30');
+    await settle(500);
+    await createTicket(ws, 1);
+    const reply = await poll;
+    expect(reply.status).to.equal(200);
+    // At its timeout a poll that was never woken answers empty.
+    expect(reply.body.items).to.not.be.empty;
+  });
+
+  it('delivers every event of a burst to every subscription while a dispatcher is killed with SIGKILL', async () => {
+    // Several workspaces, so their partitions spread over both dispatchers.
+    const workspaces = await Promise.all([createWorkspace(), createWorkspace(), createWorkspace()]);
+    const subscriptions = await Promise.all(workspaces.map(async (ws) => ({ ws, ids: [await subscribe(ws, receivers[0] as Receiver), await subscribe(ws, receivers[1] as Receiver)] })));
+    const before = received().length;
+    const wave = (n: number) => Promise.all(workspaces.flatMap((ws) => Array.from({ length: n }, (_, i) => createTicket(ws, i % 2))));
+    await wave(4);
+    await eventually('the first deliveries', () => received().length > before, 20_000);
+    const killed = dispatchers[0] as RoleProcess;
+    killed.kill('SIGKILL');
+    await wave(4);
+    await killed.exited;
+    await wave(4);
+
+    // The dead dispatcher's partitions move once Kafka drops it from the group (its session timeout,
+    // KAFKA_SESSION_TIMEOUT_MS), and its claims in the schedule once their lease ends.
+    for (const { ws, ids } of subscriptions) await expectAllDelivered(await feedIds(ws), ids, 75_000);
+    dispatchers = [await group.start('dispatcher-3', { ROLE: 'dispatcher' }), dispatchers[1] as RoleProcess];
+  });
+
+  it('fires the retries that fall due while a dispatcher is dead from the other one', async () => {
+    const ws = await createWorkspace();
+    const ids = [await subscribe(ws, receivers[0] as Receiver), await subscribe(ws, receivers[1] as Receiver)];
+    const failedOnce = new Set<string>();
+    /** Which dispatcher sent each first attempt: the one that made most of them is killed. */
+    const senders = new Map<RoleProcess, number>();
+    const failFirst = (request: ReceivedRequest) => {
+      const id = header(request, 'X-Webhook-Id');
+      if (failedOnce.has(id)) return { kind: 'status', status: 200 } as const;
+      failedOnce.add(id);
+      const sender = socketOwner(request.remotePort, dispatchers);
+      if (sender !== undefined) senders.set(sender, (senders.get(sender) ?? 0) + 1);
+      return { kind: 'status', status: 500 } as const;
+    };
+    receivers.forEach((r) => r.respond(failFirst));
+    try {
+      for (let i = 0; i < 6; i++) await createTicket(ws, i % 2);
+      const eventIds = await feedIds(ws);
+      const webhookIds = eventIds.flatMap((eventId) => ids.map((sub) => deliveryIdOf(eventId, sub)));
+      await eventually('every first attempt', () => webhookIds.every((id) => failedOnce.has(id)), 20_000);
+      // Their outcomes recorded and their retries put back in the schedule, well before they fall due.
+      await settle(500);
+      const [killed] = [...senders].sort((a, b) => b[1] - a[1])[0] ?? [];
+      expect(killed, 'the sender of the first attempts').to.not.equal(undefined);
+      killed?.kill('SIGKILL');
+      await killed?.exited;
+      const copies = (id: string) => received().filter((r) => header(r, 'X-Webhook-Id') === id).length;
+      await eventually('every retry (the failed attempt and its retry)', () => webhookIds.every((id) => copies(id) >= 2), 30_000);
+      await expectAllDelivered(eventIds, ids, 0);
+    } finally {
+      receivers.forEach((r) => r.respond({ kind: 'status', status: 200 }));
+    }
+  });
+
+  it('keeps answering while Redis is down (the rate limit fails open) and wakes long polls again after', async () => {
+    const ws = await createWorkspace();
+    await redis.stop();
+    try {
+      for (let i = 0; i < 4; i++) expect((await ws.api(i % 2, 'GET', '/api/v1/tickets')).status).to.equal(200);
+      await createTicket(ws, 1);
+    } finally {
+      await redis.start();
+    }
+    // Reconnecting takes each client up to its backoff; a poll that missed its wake-up answers empty.
+    await eventually(
+      'a long poll woken across servers',
+      async () => {
+        const next = Number((await ws.api(0, 'GET', '/api/v1/updates?offset=0&limit=1000&timeout=0')).body.next_offset);
+        const poll = ws.api(0, 'GET', `/api/v1/updates?offset=${next}&timeout=5`);
+        await settle(300);
+        await createTicket(ws, 1);
+        const reply = await poll;
+        return reply.status === 200 && reply.body.items.length > 0;
+      },
+      30_000,
+    );
+  });
+});

@@ -188,6 +188,8 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
     await appends.log.close();
     return {
       ...figures,
+      // The headline figure: the most concurrent run, the one compared with the ceiling.
+      events_per_s: round(appends.eventsPerS),
       ceiling_events_per_s: round(ceiling),
       read_events_per_s: round(read),
       load_average_1m: Number(loadavg()[0]?.toFixed(2)),

@@ -4,6 +4,8 @@ import { Redis } from 'ioredis';
 export type RedisRole =
   /** Request-path commands (rate limits, publishes, schedule): fail fast rather than queue while Redis is away. */
   | 'command'
+  /** Background batch work (the shared retry schedule): queued until connected, re-sent after a reconnect, generous timeout. */
+  | 'background'
   /** A pub/sub connection: SUBSCRIBE is queued until connected and re-sent after every reconnect. */
   | 'subscriber';
 
@@ -16,7 +18,9 @@ export const createRedisClient = (url: string, role: RedisRole, options: { comma
     retryStrategy: (times) => Math.min(times * 100, RETRY_MAX_MS),
     ...(role === 'command'
       ? { enableOfflineQueue: false, maxRetriesPerRequest: 0, commandTimeout: options.commandTimeoutMs ?? 200 }
-      : { enableOfflineQueue: true, maxRetriesPerRequest: null, autoResubscribe: true }),
+      : role === 'background'
+        ? { enableOfflineQueue: true, maxRetriesPerRequest: 3, commandTimeout: options.commandTimeoutMs ?? 10_000 }
+        : { enableOfflineQueue: true, maxRetriesPerRequest: null, autoResubscribe: true }),
   });
   // Without a listener ioredis prints every failed reconnect; callers report outages where they matter.
   client.on('error', () => undefined);

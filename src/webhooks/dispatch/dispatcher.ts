@@ -19,6 +19,7 @@ import { bodyAtPosition, envelopeBytes } from './bodies.js';
 import { createPump } from './pump.js';
 import { createRecorder } from './recorder.js';
 import type { DueAttempt, RetrySchedule } from './retry-schedule.js';
+import { createWaitingDeliveries, type WaitingView } from './waiting.js';
 
 export type DeliveryReport = { readonly kind: 'record_delivery_failed' | 'record_delivery_succeeded'; readonly deliveryId: string };
 
@@ -89,6 +90,7 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
   const { log, subscriptions, sender, schedule, clock } = deps;
   const shared = deps.sharedSchedule ?? false;
   const recorder = createRecorder(log);
+  const waiting = createWaitingDeliveries(log);
   const pending = new Map<string, Pending>();
   const bySubscription = new Map<string, Set<string>>();
   /** Deliveries already in the log for events a restart replays. */
@@ -201,12 +203,19 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
   };
 
   /** The subscription's deliveries as its stream has them, with their workspace (null when the stream is empty or gone). */
-  const readHistory = async (subscriptionId: string): Promise<{ deliveries: Map<string, Delivery>; workspaceId: string | null }> => {
+  const readHistory = async (subscriptionId: string): Promise<{ deliveries: ReadonlyMap<string, Delivery>; workspaceId: string | null }> => {
     const events = await log.readStream(deliveryStream(subscriptionId));
     const last = events.at(-1);
     // The subscription was created before its first delivery: the directory must know it before judging it gone.
     if (last !== undefined) await subscriptions.waitFor(last.position);
     return { deliveries: foldDeliveries(events), workspaceId: last?.workspaceId ?? null };
+  };
+
+  /** The subscription's waiting deliveries, read incrementally (the hot path of a shared schedule). */
+  const readWaiting = async (subscriptionId: string): Promise<WaitingView> => {
+    const view = await waiting.read(subscriptionId);
+    if (view.position > 0) await subscriptions.waitFor(view.position);
+    return view;
   };
 
   /** Holds a waiting delivery read from the log, unless this dispatcher holds it already. */
@@ -220,7 +229,9 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
 
   /** A claimed delivery this dispatcher does not hold (another one scheduled it, or this one restarted); undefined when no longer waiting. */
   const takeOver = async (entry: DueAttempt): Promise<Pending | undefined> => {
-    const { deliveries, workspaceId } = await readHistory(entry.subscriptionId);
+    let { deliveries, workspaceId } = await readWaiting(entry.subscriptionId);
+    // Not among the waiting ones kept: read the whole stream to be sure (a manual retry of a delivery settled long ago).
+    if (!deliveries.has(entry.deliveryId)) ({ deliveries, workspaceId } = await readHistory(entry.subscriptionId));
     const delivery = deliveries.get(entry.deliveryId);
     if (workspaceId === null || delivery?.status !== 'waiting') return pending.get(entry.deliveryId);
     return hold(delivery, workspaceId);
@@ -228,7 +239,7 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
 
   /** A shared schedule's waiting deliveries are held by no dispatcher until claimed: each one reads them from the log. */
   const holdWaiting = async (subscriptionId: string): Promise<void> => {
-    const { deliveries, workspaceId } = await readHistory(subscriptionId);
+    const { deliveries, workspaceId } = await readWaiting(subscriptionId);
     if (workspaceId === null) return;
     for (const delivery of deliveries.values()) if (delivery.status === 'waiting') hold(delivery, workspaceId);
   };
@@ -327,6 +338,7 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
         forget(p);
         await schedule.remove(id);
       }
+      waiting.forget(subscriptionId);
       await log.deleteStream(deliveryStream(subscriptionId));
     },
 

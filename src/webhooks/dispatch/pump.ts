@@ -24,6 +24,9 @@ export interface Pump {
   stop(): Promise<void>;
 }
 
+/** How long a pump waits after the schedule failed before asking it again. */
+const FAILURE_BACKOFF_MS = 250;
+
 export const createPump = (options: PumpOptions): Pump => {
   const { schedule, clock, maxInFlight, maxInFlightPerSubscription } = options;
   const perSubscription = new Map<string, number>();
@@ -34,6 +37,7 @@ export const createPump = (options: PumpOptions): Pump => {
   let filling = false;
   let again = false;
   let kicked = false;
+  let retry: NodeJS.Timeout | null = null;
 
   const room = (subscriptionId: string): number => maxInFlightPerSubscription - (perSubscription.get(subscriptionId) ?? 0);
 
@@ -73,7 +77,7 @@ export const createPump = (options: PumpOptions): Pump => {
 
   /** Coalesced to one fill per turn of the event loop: a burst of puts and finished attempts costs one take. */
   function kick(): void {
-    if (stopped || kicked) return;
+    if (stopped || kicked || retry !== null) return;
     kicked = true;
     setImmediate(() => {
       kicked = false;
@@ -82,11 +86,24 @@ export const createPump = (options: PumpOptions): Pump => {
         return;
       }
       filling = true;
+      let failed = false;
       void fill()
-        .catch((error: unknown) => console.error('webhook retry schedule:', error))
+        .catch((error: unknown) => {
+          failed = true;
+          console.error('webhook retry schedule:', error);
+        })
         .finally(() => {
           filling = false;
-          if (again) {
+          // A failing schedule (Redis away or slow) is asked again after a pause, not on every finished attempt.
+          if (failed) {
+            again = false;
+            if (!stopped && retry === null) {
+              retry = setTimeout(() => {
+                retry = null;
+                kick();
+              }, FAILURE_BACKOFF_MS);
+            }
+          } else if (again) {
             again = false;
             kick();
           }
@@ -104,6 +121,7 @@ export const createPump = (options: PumpOptions): Pump => {
       stopped = true;
       if (timer !== null) clearTimeout(timer);
       if (ticker !== null) clearInterval(ticker);
+      if (retry !== null) clearTimeout(retry);
       while (running.size > 0) await Promise.allSettled([...running]);
     },
   };

@@ -93,7 +93,7 @@ export interface RedisRetrySchedule extends RetrySchedule {
 }
 
 export const createRedisRetrySchedule = (options: RedisRetryScheduleOptions): RedisRetrySchedule => {
-  const client = createRedisClient(options.url, 'command', { commandTimeoutMs: 2_000 }) as Scripted;
+  const client = createRedisClient(options.url, 'background') as Scripted;
   for (const [name, body] of Object.entries(SCRIPTS)) client.defineCommand(name, { numberOfKeys: 3, lua: PRELUDE + body });
   const tag = `{${options.keyPrefix ?? ''}retry}`;
   const keys = [`${tag}:entries`, `${tag}:lanes`, `${tag}:claimed`] as const;

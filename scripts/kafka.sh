@@ -20,6 +20,9 @@ run_dir="$root/.cache/run/kafka-$port"
 pid_file="$run_dir/kafka.pid"
 data_dir="$run_dir/data"
 
+# shellcheck source=lib/engine.sh
+source "$root/scripts/lib/engine.sh"
+
 log() { echo "kafka.sh: $*" >&2; }
 
 # Fetches again only when the pom changed since the last complete fetch.
@@ -154,14 +157,8 @@ start() {
 stop() {
   local pid
   if pid="$(our_pid)"; then
-    kill "$pid" 2>/dev/null || true
     # A clean KRaft shutdown takes a few seconds; don't wait forever on a wedged JVM.
-    for _ in $(seq 1 300); do
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.1
-    done
-    kill -0 "$pid" 2>/dev/null && kill -9 "$pid"
-    log "stopped (pid $pid)"
+    terminate_engine "$pid" 30
   fi
   # Logs stay for a post-mortem; the next start clears them.
   rm -rf "$data_dir" "$pid_file"

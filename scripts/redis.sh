@@ -9,6 +9,9 @@ port="${REDIS_PORT:-6379}"
 run_dir="$root/.cache/run/redis-$port"
 pid_file="$run_dir/redis.pid"
 
+# shellcheck source=lib/engine.sh
+source "$root/scripts/lib/engine.sh"
+
 log() { echo "redis.sh: $*" >&2; }
 
 ensure_installed() {
@@ -65,13 +68,7 @@ start() {
 stop() {
   local pid
   if pid="$(our_pid)"; then
-    kill "$pid" 2>/dev/null || true
-    for _ in $(seq 1 100); do
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.1
-    done
-    kill -0 "$pid" 2>/dev/null && kill -9 "$pid"
-    log "stopped (pid $pid)"
+    terminate_engine "$pid" 10
   fi
   # The log stays for a post-mortem; the next start clears it.
   rm -f "$pid_file"

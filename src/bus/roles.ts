@@ -1,6 +1,7 @@
 // What each process role (config.role, env ROLE) runs, for the composition root:
 //   all         embedded: every feature, the webhook engine fed by a log tail (unchanged)
-//   api         every HTTP feature, without the webhook delivery engine and the feed publisher
+//   api         every HTTP feature, without the webhook delivery engine (its routes read the delivery
+//               history from the log and record manual retries there) and the feed publisher
 //   relay       the relay log → Kafka (and the EventStoreDB sequencer) and the feed publisher (the one
 //               process announcing new offsets to the API servers' long polls), health routes only
 //   dispatcher  the webhook delivery engine fed by the Kafka consumer group, with the retry schedule
@@ -18,7 +19,8 @@ import { openSqliteLog } from '../log/sqlite.js';
 import { feedPublisherFeature } from '../updates/feature.js';
 import { webhooksWithDelivery, webhooksWithDeliveryFeature } from '../webhooks/dispatch/feature.js';
 import { createRedisRetrySchedule } from '../webhooks/dispatch/retry-schedule/redis.js';
-import { webhooksFeature } from '../webhooks/feature.js';
+import { deliveryHistoryFromLog } from '../webhooks/dispatch/history.js';
+import { createWebhooksFeature } from '../webhooks/feature.js';
 import { createLogCheckpoint } from './checkpoint.js';
 import { createKafka } from './kafka.js';
 import { createRelay } from './relay.js';
@@ -78,13 +80,16 @@ const dispatcherFeatures = (core: Core): Feature[] => {
   return [webhooksWithDelivery(createKafkaSource(bus), shared)(core), healthFeature(core)];
 };
 
+/** The API servers' webhooks: delivery history read from the log, manual retries recorded there for the dispatchers. */
+const webhooksFromLog: FeatureFactory = (core) => createWebhooksFeature(core, [deliveryHistoryFromLog]);
+
 /** The features the configured role runs; `embedded` is the full list of the `all` role. */
 export const roleFeatures = (core: Core, embedded: readonly FeatureFactory[]): Feature[] => {
   switch (core.config.role) {
     case 'all':
       return [...embedded, healthFeature].map((make) => make(core));
     case 'api':
-      return [...embedded.map((make) => (make === webhooksWithDeliveryFeature ? webhooksFeature : make)), healthFeature].map((make) => make(core));
+      return [...embedded.map((make) => (make === webhooksWithDeliveryFeature ? webhooksFromLog : make)), healthFeature].map((make) => make(core));
     case 'relay':
       return relayFeatures(core);
     case 'dispatcher':

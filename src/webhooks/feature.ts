@@ -1,6 +1,6 @@
 // The webhooks feature: the subscription read model, the sender, the management routes, and any
 // extensions built on them (the delivery engine), started after the read model and stopped before it.
-import type { Core, Feature, FeatureFactory } from '../app/core.js';
+import type { Core, Feature } from '../app/core.js';
 import type { ApiRouter, RouteModule } from '../http/app.js';
 import { webhookRoutes } from './routes.js';
 import { createSecretBox, loadSecretKey, type SecretBox } from './secrets.js';
@@ -47,5 +47,3 @@ export const createWebhooksFeature = (core: Core, extensions: readonly WebhookEx
     },
   };
 };
-
-export const webhooksFeature: FeatureFactory = (core) => createWebhooksFeature(core);

@@ -209,6 +209,51 @@ describe('distributed mode with real processes (e2e)', function () {
     }
   });
 
+  it('answers a delivery history and a manual retry on an API server, and a dispatcher sends the new round', async () => {
+    const ws = await createWorkspace();
+    const hook = receivers[0] as Receiver;
+    const sub = await subscribe(ws, hook);
+    hook.respond({ kind: 'status', status: 500 });
+    try {
+      await createTicket(ws, 0);
+      const [eventId] = await feedIds(ws);
+      const id = deliveryIdOf(String(eventId), sub);
+      const copies = () => received().filter((r) => header(r, 'X-Webhook-Id') === id);
+      await eventually('the first attempt', () => copies().length === 1, 20_000);
+      // Deactivated well before its retry falls due: the delivery is cancelled.
+      expect((await ws.api(0, 'PATCH', `/api/v1/webhooks/${sub}`, { is_active: false })).status).to.equal(200);
+      const history = async () => {
+        const items = (await ws.api(1, 'GET', `/api/v1/webhooks/${sub}/deliveries`)).body.items as { id: string; status: string; round: number; attempts: unknown[] }[];
+        return items.find((d) => d.id === id);
+      };
+      await eventually('the delivery cancelled', async () => (await history())?.status === 'cancelled', 20_000);
+      expect(await history()).to.include({ round: 1 });
+      expect((await history())?.attempts).to.have.length(1);
+      const inactive = await ws.api(1, 'POST', `/api/v1/webhooks/${sub}/deliveries/${id}/retry`);
+      expect(inactive.status).to.equal(409);
+      expect(inactive.body.error_code).to.equal('CONFLICT');
+      expect((await ws.api(1, 'POST', `/api/v1/webhooks/${sub}/deliveries/${'0'.repeat(32)}/retry`)).status).to.equal(404);
+
+      expect((await ws.api(0, 'PATCH', `/api/v1/webhooks/${sub}`, { is_active: true })).status).to.equal(200);
+      hook.respond({ kind: 'status', status: 200 });
+      // Server B may learn of the re-activation a moment after server A answered it.
+      const retried = await eventually('the retry accepted', async () => {
+        const reply = await ws.api(1, 'POST', `/api/v1/webhooks/${sub}/deliveries/${id}/retry`);
+        return reply.status === 202 && reply;
+      });
+      expect(retried.body).to.include({ id, status: 'waiting', round: 2, attempt: 0 });
+      await eventually('the new round sent by a dispatcher', () => copies().length === 2, 20_000);
+      expect(header(copies()[1] as ReceivedRequest, 'X-Webhook-Attempt')).to.equal('1');
+      await eventually('delivered in round 2', async () => (await history())?.status === 'delivered', 20_000);
+      const again = await ws.api(0, 'POST', `/api/v1/webhooks/${sub}/deliveries/${id}/retry`);
+      expect(again.status).to.equal(409);
+      await settle(500);
+      expect(copies(), 'one attempt per round').to.have.length(2);
+    } finally {
+      hook.respond({ kind: 'status', status: 200 });
+    }
+  });
+
   it('keeps answering while Redis is down (the rate limit fails open) and wakes long polls again after', async () => {
     const ws = await createWorkspace();
     await redis.stop();

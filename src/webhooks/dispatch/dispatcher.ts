@@ -60,6 +60,8 @@ export interface Dispatcher {
   subscriptionDeleted(subscriptionId: string): Promise<void>;
   /** Manual retry of a failed or cancelled delivery: a new round of attempts, the first one now. Null when there is no such delivery. */
   retry(subscription: SubscriptionRow, deliveryId: string): Promise<Either<DomainError, Delivery> | null>;
+  /** Takes up a manual retry another process recorded in the log (round `round`); idempotent by delivery id and round. */
+  retryRequested(subscriptionId: string, deliveryId: string, round: number): Promise<void>;
   start(): void;
   stop(): Promise<void>;
 }
@@ -358,6 +360,18 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
       track(p);
       await enqueue(p, at);
       return right(p.delivery);
+    },
+
+    async retryRequested(subscriptionId, deliveryId, round) {
+      if ((pending.get(deliveryId)?.delivery.round ?? 0) >= round) return;
+      // The whole stream: the waiting view kept no settled delivery to fold the request onto.
+      const { deliveries, workspaceId } = await readHistory(subscriptionId);
+      // Already attempted, settled or superseded by a later round: nothing to take up.
+      const delivery = deliveries.get(deliveryId);
+      if (workspaceId === null || delivery?.status !== 'waiting' || delivery.round !== round || delivery.nextAttemptAt === null) return;
+      // Every dispatcher takes the request up: a shared schedule makes their puts one entry only if
+      // they all land before it falls due (a put after the claim would offer the attempt again).
+      await enqueue(hold(delivery, workspaceId), delivery.nextAttemptAt + (shared ? SHARED_WAKE_MS * 1000 : 0));
     },
 
     start: () => pump.start(),

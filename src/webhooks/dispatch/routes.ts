@@ -41,7 +41,8 @@ export const deliveryView = (d: Delivery) => ({
   })),
 });
 
-export const deliveryRoutes = (deps: { log: EventLog; subscriptions: SubscriptionDirectory; dispatcher: Dispatcher }): RouteModule => {
+/** `dispatcher.retry`: the in-process dispatcher's, or a request recorded in the log for the dispatchers (history.ts). */
+export const deliveryRoutes = (deps: { log: EventLog; subscriptions: SubscriptionDirectory; dispatcher: Pick<Dispatcher, 'retry'> }): RouteModule => {
   const subscriptionOf = (ctx: ApiContext): SubscriptionRow => {
     const row = deps.subscriptions.get(ctx.state.workspace.id, String(ctx.params['webhookId']));
     if (row === undefined) throw notFound('Webhook');

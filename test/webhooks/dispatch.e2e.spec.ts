@@ -52,6 +52,20 @@ describe('webhook delivery (e2e)', () => {
     return reply.body.items as { id: string; status: string; round: number; attempt: number; attempts: { attempt: number; status_code: number | null; error: string | null }[] }[];
   };
 
+  /** A subscription whose receiver answers 500, and one event's delivery once all 6 attempts failed. */
+  const failedDelivery = async () => {
+    const hook = await receiver();
+    hook.respond({ kind: 'status', status: 500 });
+    const sub = await subscribe(ws, hook.url);
+    await emit(test, ws.workspaceId);
+    await hook.waitForRequests(6);
+    const [delivery] = await eventually('the delivery failed', async () => {
+      const items = await deliveries(sub.id);
+      return items[0]?.status === 'failed' && items;
+    });
+    return { hook, sub, delivery };
+  };
+
   afterEach(async () => {
     // Receivers first: they drop hanging connections, so attempts in flight end at once.
     await Promise.all(receivers.map((r) => r.close()));
@@ -137,15 +151,7 @@ describe('webhook delivery (e2e)', () => {
 
   it('ends failed after 6 attempts, counting one failed delivery on the subscription', async () => {
     await startWithWorkspace();
-    const hook = await receiver();
-    hook.respond({ kind: 'status', status: 500 });
-    const sub = await subscribe(ws, hook.url);
-    await emit(test, ws.workspaceId);
-    await hook.waitForRequests(6);
-    const [delivery] = await eventually('the delivery failed', async () => {
-      const items = await deliveries(sub.id);
-      return items[0]?.status === 'failed' && items;
-    });
+    const { hook, sub, delivery } = await failedDelivery();
     expect(delivery?.attempts.map((a) => a.attempt)).to.deep.equal([1, 2, 3, 4, 5, 6]);
     await settle(150);
     expect(hook.requests.length).to.equal(6);
@@ -266,15 +272,7 @@ describe('webhook delivery (e2e)', () => {
 
   it('retries a failed delivery on request: a new round from attempt 1 with the same id', async () => {
     await startWithWorkspace();
-    const hook = await receiver();
-    hook.respond({ kind: 'status', status: 500 });
-    const sub = await subscribe(ws, hook.url);
-    await emit(test, ws.workspaceId);
-    await hook.waitForRequests(6);
-    const [failed] = await eventually('the delivery failed', async () => {
-      const items = await deliveries(sub.id);
-      return items[0]?.status === 'failed' && items;
-    });
+    const { hook, sub, delivery: failed } = await failedDelivery();
     const id = String(failed?.id);
     hook.respond({ kind: 'status', status: 200 });
     const retried = await ws.api('POST', `/api/v1/webhooks/${sub.id}/deliveries/${id}/retry`);

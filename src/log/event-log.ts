@@ -81,6 +81,13 @@ export interface EventLog {
   deleteStream(stream: string): Promise<void>;
   /** One workspace's public, sequenced events by offset, in offset order. */
   readFeed(query: FeedQuery): Promise<RecordedEvent[]>;
+  /**
+   * Long-poll wake-ups, in any process using the log: once the returned promise resolves, calls
+   * `handler` for each public event as soon as readFeed can return it, with its workspace and offset,
+   * once each, in offset order per workspace, one call at a time (awaiting each). Events readFeed
+   * could already return at the call are not announced.
+   */
+  watchFeed(handler: (workspaceId: string, offset: number) => Promise<void> | void): Promise<LogSubscription>;
   /** The global position of the last event (0 when empty). */
   headPosition(): Promise<number>;
   close(): Promise<void>;

@@ -14,6 +14,10 @@ export interface Naming {
   /** The port stream of an EventStoreDB stream; null for system, internal or other-namespace streams. */
   readonly portStream: (esdbStream: string) => string | null;
   readonly feedStream: (workspaceId: string) => string;
+  /** What every feed stream's name (and the checkpoint stream's) starts with. */
+  readonly feedPrefix: string;
+  /** The workspace of a feed stream; null for any other stream. */
+  readonly feedWorkspace: (esdbStream: string) => string | null;
   readonly checkpointStream: string;
 }
 
@@ -21,22 +25,30 @@ export interface Naming {
  * `namespace` prefixes every stream the adapter writes, so test runs against a long-lived server
  * never see each other's events (production uses '').
  */
-export const naming = (namespace: string): Naming => ({
-  esdbStream: (stream) => {
-    const name = namespace + stream;
-    if (stream === '' || name.startsWith('$') || name.startsWith(INTERNAL_PREFIX)) {
-      throw new TypeError(`stream name ${JSON.stringify(stream)} is reserved in EventStoreDB`);
-    }
-    return name;
-  },
-  portStream: (esdbStream) =>
-    esdbStream.startsWith('$') || esdbStream.startsWith(INTERNAL_PREFIX) || !esdbStream.startsWith(namespace)
-      ? null
-      : esdbStream.slice(namespace.length),
-  feedStream: (workspaceId) => `${INTERNAL_PREFIX}${namespace}${workspaceId}`,
-  // '$' cannot start a workspace id we issue, so this never collides with a feed.
-  checkpointStream: `${INTERNAL_PREFIX}${namespace}$sequencer`,
-});
+export const naming = (namespace: string): Naming => {
+  const feedPrefix = `${INTERNAL_PREFIX}${namespace}`;
+  return {
+    esdbStream: (stream) => {
+      const name = namespace + stream;
+      if (stream === '' || name.startsWith('$') || name.startsWith(INTERNAL_PREFIX)) {
+        throw new TypeError(`stream name ${JSON.stringify(stream)} is reserved in EventStoreDB`);
+      }
+      return name;
+    },
+    portStream: (esdbStream) =>
+      esdbStream.startsWith('$') || esdbStream.startsWith(INTERNAL_PREFIX) || !esdbStream.startsWith(namespace)
+        ? null
+        : esdbStream.slice(namespace.length),
+    feedStream: (workspaceId) => feedPrefix + workspaceId,
+    feedPrefix,
+    feedWorkspace: (esdbStream) => {
+      const workspaceId = esdbStream.startsWith(feedPrefix) ? esdbStream.slice(feedPrefix.length) : '';
+      return workspaceId === '' || workspaceId.startsWith('$') ? null : workspaceId;
+    },
+    // '$' cannot start a workspace id we issue, so this never collides with a feed.
+    checkpointStream: `${feedPrefix}$sequencer`,
+  };
+};
 
 /** What we keep in EventStoreDB's per-event metadata. */
 interface StoredMetadata {

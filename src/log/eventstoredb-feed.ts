@@ -7,13 +7,16 @@
 // the end costs a few single-event reads, one far back O(log n). No in-memory index: any process
 // can read the feed. It then reads the entries forwards and fetches each referenced event by stream
 // and revision; events of deleted streams are gone from stream reads and are skipped.
-import { BACKWARDS, END, jsonEvent } from '@eventstore/db-client';
+//
+// watchFeedIndex follows the entries as the sequencer appends them, from any process.
+import { BACKWARDS, END, jsonEvent, streamNameFilter } from '@eventstore/db-client';
 import type { EventData, EventStoreDBClient, ResolvedEvent } from '@eventstore/db-client';
-import type { FeedQuery, RecordedEvent } from './event-log.js';
+import type { FeedQuery, LogSubscription, RecordedEvent } from './event-log.js';
 import { decodeEvent, toRecord } from './eventstoredb-codec.js';
 import type { Naming } from './eventstoredb-codec.js';
 import { baseCache, readStreamOrEmpty } from './eventstoredb-reads.js';
 import type { BaseCache } from './eventstoredb-reads.js';
+import { consumeAll } from './eventstoredb-subscription.js';
 
 export const FEED_EVENT_TYPE = 'feed.indexed';
 
@@ -118,4 +121,31 @@ export const readFeedFrom = async (client: EventStoreDBClient, naming: Naming, q
     }
   }
   return records;
+};
+
+/**
+ * Each entry appended to a feed stream of this namespace once the returned promise resolved, with its
+ * workspace and offset: the entry is written after its event, so readFeed finds the event (unless its
+ * stream was deleted since). Per workspace the entries come in revision, hence offset, order.
+ *
+ * $all from the end, filtered on the server by the feed streams' prefix: only index entries travel
+ * (the prefix also matches the sequencer's checkpoint stream, whose events are no entries), and the
+ * server fixes the start before it confirms, so every entry written after the confirmation arrives.
+ * A filtered subscription also receives checkpoints (positions scanned so far); the client hands them
+ * only to a filter's checkpointReached callback, and none is set: a watch never resumes, it starts
+ * at the end again.
+ */
+export const watchFeedIndex = async (
+  client: EventStoreDBClient,
+  naming: Naming,
+  handler: (workspaceId: string, offset: number) => Promise<void> | void,
+): Promise<LogSubscription> => {
+  const filter = streamNameFilter({ prefixes: [naming.feedPrefix] });
+  const subscription = consumeAll(client, { fromPosition: END, filter }, async (resolved) => {
+    const workspaceId = naming.feedWorkspace(resolved.event?.streamId ?? '');
+    const entry = workspaceId === null ? null : decodeFeedEntry(resolved);
+    if (workspaceId !== null && entry !== null) await handler(workspaceId, entry.offset);
+  });
+  await subscription.confirmed();
+  return subscription;
 };

@@ -3,12 +3,22 @@
 import type { AllStreamResolvedEvent, EventStoreDBClient, SubscribeToAllOptions } from '@eventstore/db-client';
 import type { LogSubscription } from './event-log.js';
 
+export interface AllSubscription extends LogSubscription {
+  /**
+   * Resolves once the server has confirmed the subscription (it fixes where the subscription starts
+   * before it confirms, so what is written afterwards reaches it) or once the subscription has
+   * ended; rejects as `done` does.
+   */
+  confirmed(): Promise<void>;
+}
+
 export const consumeAll = (
   client: EventStoreDBClient,
   options: SubscribeToAllOptions,
   handle: (resolved: AllStreamResolvedEvent) => Promise<void>,
-): LogSubscription => {
+): AllSubscription => {
   const subscription = client.subscribeToAll(options);
+  const confirmation = new Promise<void>((resolve) => subscription.once('confirmation', resolve));
   let stopped = false;
   const run = async (): Promise<void> => {
     try {
@@ -29,6 +39,7 @@ export const consumeAll = (
   const done = run();
   return {
     done,
+    confirmed: () => Promise.race([confirmation, done]),
     stop: async () => {
       if (!stopped) {
         stopped = true;

@@ -17,7 +17,8 @@
 //   relay/`all` role) follows $all and indexes public events into `feed-<namespace><workspaceId>`
 //   streams (eventstoredb-sequencer.ts); readFeed reads that index (eventstoredb-feed.ts).
 //   RecordedEvent.offset is set by readFeed only; append, readStream, readAll and subscribe return
-//   null (finding it would cost an index lookup per event).
+//   null (finding it would cost an index lookup per event). watchFeed follows the index streams, so
+//   it announces an event only once it is indexed, in any process.
 // - deleteStream is a soft delete, so a stream can be written again. Stream reads hide deleted events
 //   at once, $all keeps them until a scavenge: readAll, subscribe and headPosition drop events older
 //   than their stream's first live event (one stream read per distinct stream and call, cached for a
@@ -34,7 +35,7 @@ import { candidateOf, lastPosition, liveRecord, readAllAfter } from './eventstor
 import type { AllFilter } from './eventstoredb-all.js';
 import { appendEvents } from './eventstoredb-append.js';
 import { decodeEvent, naming as namingFor, readPosition, toRecord } from './eventstoredb-codec.js';
-import { readFeedFrom } from './eventstoredb-feed.js';
+import { readFeedFrom, watchFeedIndex } from './eventstoredb-feed.js';
 import { isEventId } from './eventstoredb-ids.js';
 import { baseCache, liveBase, readStreamOrEmpty } from './eventstoredb-reads.js';
 import { startSequencer } from './eventstoredb-sequencer.js';
@@ -153,6 +154,8 @@ export const openEventStoreDbLog = async (options: EventStoreDbLogOptions): Prom
       if (sequencer !== null) await sequencer.indexedUpTo(BigInt(await lastLogged()), options.feedWaitMs ?? 2000);
       return readFeedFrom(client, names, query);
     },
+
+    watchFeed: (handler) => watchFeedIndex(client, names, handler),
 
     headPosition: () => {
       const bases = baseCache(client);

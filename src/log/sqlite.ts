@@ -3,7 +3,7 @@
 // per process in BEGIN IMMEDIATE transactions; stream revisions, positions and each workspace's last
 // offset are read inside the write transaction, so offsets strictly increase per workspace in commit
 // order whichever process commits.
-import { isPublicEventType } from '../domain/event-types.js';
+import { PUBLIC_EVENT_TYPES, isPublicEventType } from '../domain/event-types.js';
 import { systemMicros, type MicrosClock } from './clock.js';
 import {
   LogUnavailable,
@@ -165,6 +165,20 @@ export const openSqliteLog = (options: SqliteLogOptions): SqliteEventLog => {
     return { events, scannedTo: full ? (events.at(-1) as RecordedEvent).position : head };
   };
 
+  const subscribe: EventLog['subscribe'] = (options, handler) => {
+    ensureOpen();
+    const { after, ...filter } = options;
+    const unlisten = foreign?.listen();
+    const subscription = subscribeLoop(after, readPage(filter), commits, handler);
+    subscriptions.add(subscription);
+    const forget = (): void => {
+      subscriptions.delete(subscription);
+      unlisten?.();
+    };
+    void subscription.done.then(forget, forget);
+    return subscription;
+  };
+
   return {
     append: async (stream, events, expected) => {
       ensureOpen();
@@ -182,18 +196,12 @@ export const openSqliteLog = (options: SqliteLogOptions): SqliteEventLog => {
       ensureOpen();
       return reads.feed(query).map(toRecord);
     },
-    subscribe: (options, handler) => {
+    subscribe,
+    // Offsets are assigned in the committing transaction, so a public event is in the feed (and
+    // carries its offset) by the time the tail, started at the head of now, meets it.
+    watchFeed: async (handler) => {
       ensureOpen();
-      const { after, ...filter } = options;
-      const unlisten = foreign?.listen();
-      const subscription = subscribeLoop(after, readPage(filter), commits, handler);
-      subscriptions.add(subscription);
-      const forget = (): void => {
-        subscriptions.delete(subscription);
-        unlisten?.();
-      };
-      void subscription.done.then(forget, forget);
-      return subscription;
+      return subscribe({ after: headNow(), types: PUBLIC_EVENT_TYPES }, (event) => handler(event.workspaceId, event.offset as number));
     },
     // Through the writer, so it lands in call order relative to appends already submitted.
     deleteStream: async (stream) => {

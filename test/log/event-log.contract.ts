@@ -431,6 +431,70 @@ export const eventLogContract = (name: string, factory: EventLogFactory): void =
       });
     });
 
+    describe('watchFeed', () => {
+      interface Announcement {
+        readonly workspaceId: string;
+        readonly offset: number;
+        /** Whether readFeed returned the announced event when the handler ran. */
+        readonly readable: boolean;
+      }
+
+      /** Collects the announcements of `workspaces` (a shared server announces others too). */
+      const announcements = (workspaces: readonly string[]) => {
+        const got: Announcement[] = [];
+        const waiting: { count: number; resolve: () => void }[] = [];
+        return {
+          got,
+          handler: async (workspaceId: string, offset: number): Promise<void> => {
+            if (!workspaces.includes(workspaceId)) return;
+            const [first] = await log.readFeed({ workspaceId, fromOffset: offset, limit: 1 });
+            got.push({ workspaceId, offset, readable: first?.offset === offset });
+            waiting.filter((w) => got.length >= w.count).forEach((w) => w.resolve());
+          },
+          reach: (count: number) =>
+            got.length >= count ? Promise.resolve() : new Promise<void>((resolve) => waiting.push({ count, resolve })),
+        };
+      };
+
+      it('announces each public event appended after it started, once readFeed returns it, in offset order', async () => {
+        const other = unique('ws');
+        // Already in the feed when the watch starts: not announced.
+        await appendSequenced(unique('ticket'), [event(ws, 'ticket.created')]);
+        const watched = announcements([ws, other]);
+        const watch = await log.watchFeed(watched.handler);
+        const stream = unique('ticket');
+        const first = await log.append(stream, [event(ws, 'ticket.created'), event(ws, 'apikey.issued'), event(other, 'ticket.created')], 'any');
+        const second = await log.append(stream, [event(ws), event(ws, 'ticket.closed')], 'any');
+        await watched.reach(4);
+
+        const later = new Set(ids([...first.records, ...second.records]));
+        const mine = (await feed()).filter((item) => later.has(item.id));
+        const theirs = await feed({ workspaceId: other });
+        expect(mine).to.have.length(3);
+        expect(watched.got.filter((a) => a.workspaceId === ws).map((a) => a.offset)).to.deep.equal(mine.map((r) => r.offset));
+        expect(watched.got.filter((a) => a.workspaceId === other).map((a) => a.offset)).to.deep.equal(theirs.map((r) => r.offset));
+        expect(watched.got.every((a) => a.readable)).to.equal(true);
+        await watch.stop();
+        await watch.done;
+      });
+
+      it('stop() ends the announcements', async () => {
+        const watched = announcements([ws]);
+        const watch = await log.watchFeed(watched.handler);
+        await log.append(unique('ticket'), [event(ws, 'ticket.created')], 'any');
+        await watched.reach(1);
+        await watch.stop();
+        await watch.done;
+
+        const witness = announcements([ws]);
+        const second = await log.watchFeed(witness.handler);
+        await log.append(unique('ticket'), [event(ws, 'ticket.created')], 'any');
+        await witness.reach(1);
+        await second.stop();
+        expect(watched.got).to.have.length(1);
+      });
+    });
+
     describe('feed by offset', () => {
       it('offsets equal the clock when it moves forwards', async () => {
         const [first] = await appendSequenced(unique('ticket'), [event(ws, 'ticket.created')]);

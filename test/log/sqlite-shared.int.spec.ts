@@ -168,6 +168,38 @@ describe('SQLite event log: shared mode across processes', function () {
     expect(subscribed).to.deep.equal(all.map((r: RecordedEvent) => `${r.position} ${r.id}`));
   });
 
+  it("watchFeed announces another process's public events, each once the feed returns it", async () => {
+    const file = freshFile();
+    const relay = openSqliteLog({ file, shared: true });
+    const writer = runChild(`
+      const log = openSqliteLog({ file: ${JSON.stringify(file)}, shared: true });
+      console.log('ready');
+      await started();
+      const event = (workspaceId, type) => ({ id: hex(), type, workspaceId, data: {} });
+      const { records } = await log.append('ticket-1', [
+        event('ws-a', 'ticket.created'), event('ws-a', 'apikey.issued'), event('ws-b', 'ticket.created'), event('ws-a', 'message.created'),
+      ], 'no_stream');
+      await log.close();
+      console.log(JSON.stringify(records.filter((r) => r.offset !== null).map((r) => [r.workspaceId, r.offset])));
+    `);
+    const announced: [string, number | 'not in the feed'][] = [];
+    let allAnnounced = (): void => {};
+    const three = new Promise<void>((resolve) => (allAnnounced = resolve));
+    await writer.ready;
+    const watch = await relay.watchFeed(async (workspaceId, offset) => {
+      const [item] = await relay.readFeed({ workspaceId, fromOffset: offset, limit: 1 });
+      announced.push([workspaceId, item?.offset === offset ? offset : 'not in the feed']);
+      if (announced.length === 3) allAnnounced();
+    });
+    writer.send('go');
+    const appended = JSON.parse(await writer.output) as [string, number][];
+    await three;
+    await watch.stop();
+    await relay.close();
+    expect(appended).to.have.length(3);
+    expect(announced).to.deep.equal(appended);
+  });
+
   it('embedded and shared mode refuse each other', async () => {
     const file = freshFile();
     const shared = openSqliteLog({ file, shared: true });

@@ -1,6 +1,6 @@
 // In-memory DocumentStore for the embedded mode: rebuilt from the log at every start (checkpoint 0).
 // Each partition keeps its keys in insertion order, which is creation (log) order.
-import type { DocumentProjection, DocumentStore, ListQuery, Page } from './tickets-store.js';
+import type { DocumentProjection, DocumentStore, DocumentStores, ListQuery, Page } from './tickets-store.js';
 
 export const createMemoryDocumentStore = <D>(projection: Pick<DocumentProjection<D>, 'partitionOf'>): DocumentStore<D> => {
   const docs = new Map<string, D>();
@@ -21,17 +21,29 @@ export const createMemoryDocumentStore = <D>(projection: Pick<DocumentProjection
   return {
     checkpoint: async () => position,
     get: async (key) => docs.get(key),
-    async save(at, change) {
-      if (change !== undefined) {
-        const partition = projection.partitionOf(change.doc);
-        let keys = partitions.get(partition);
-        if (keys === undefined) partitions.set(partition, (keys = new Set()));
-        keys.add(change.key);
-        docs.set(change.key, change.doc);
-      }
-      position = Math.max(position, at);
+    // Synchronous: the embedded runner then applies without a promise per event. One process applies
+    // in log order, so a position at or below the checkpoint was applied already.
+    apply(at, key, evolve) {
+      if (at <= position) return;
+      position = at;
+      if (key === null) return;
+      const doc = evolve(docs.get(key));
+      if (doc === undefined) return;
+      const partition = projection.partitionOf(doc);
+      let keys = partitions.get(partition);
+      if (keys === undefined) partitions.set(partition, (keys = new Set()));
+      keys.add(key);
+      docs.set(key, doc);
     },
     list: async (query) => list(query),
     dump: async () => new Map(docs),
   };
+};
+
+/** The embedded mode's stores: in this process, always available. */
+export const memoryDocumentStores: DocumentStores = {
+  open: (projection) => createMemoryDocumentStore(projection),
+  available: () => true,
+  onReconnect: () => undefined,
+  close: async () => undefined,
 };

@@ -1,7 +1,7 @@
 // The document-store port behind the ticket, message and contact read models. A projection is pure:
 // which document an event touches and how it evolves; a store keeps documents with the checkpoint.
-// The embedded adapter is tickets-store-memory.ts (rebuilt from the log at start); a Redis adapter
-// implements the same interface for the distributed mode.
+// The embedded adapter is tickets-store-memory.ts (rebuilt from the log at start); the Redis adapter
+// (tickets-store-redis.ts) is the one store every API server of the distributed mode shares.
 import type { RecordedEvent } from '../src/log/event-log.js';
 
 export type ProjectedEvent = Pick<RecordedEvent, 'type' | 'data' | 'workspaceId' | 'position'>;
@@ -27,8 +27,15 @@ export interface DocumentStore<D> {
   /** Position of the last event applied; 0 for an empty store. */
   checkpoint(): Promise<number>;
   get(key: string): Promise<D | undefined>;
-  /** Stores the document (when given) and the checkpoint `position` together. */
-  save(position: number, change?: { readonly key: string; readonly doc: D }): Promise<void>;
+  /**
+   * Applies the event at `position`: the document at `key` (none when null) becomes `evolve` of the
+   * stored one (undefined when absent; an undefined or identical result leaves it as it is), and the
+   * checkpoint moves to `position`. Several processes may apply the same log to one shared store,
+   * each in log order: each event still changes a document once. A store that lost its data, or
+   * cannot be reached, throws ProjectionReset (src/app/projection-runner.ts): the runner starts
+   * again from checkpoint().
+   */
+  apply(position: number, key: string | null, evolve: (doc: D | undefined) => D | undefined): Promise<void> | void;
   list(query: ListQuery): Promise<Page<D>>;
   /** Every document by key, for rebuild comparisons. */
   dump(): Promise<ReadonlyMap<string, D>>;
@@ -45,14 +52,21 @@ export interface DocumentProjection<D> {
   partitionOf(doc: D): string;
 }
 
+/** Where a process keeps its read models: memory (embedded) or the Redis every API server shares. */
+export interface DocumentStores {
+  open<D>(projection: Pick<DocumentProjection<D>, 'name' | 'filters' | 'partitionOf'>): DocumentStore<D>;
+  /** False while the stores cannot be reached: callers answer 503 instead of waiting. */
+  available(): boolean;
+  /** Calls `listener` each time the stores can be reached again after an outage (their data may be gone). */
+  onReconnect(listener: () => void): void;
+  close(): Promise<void>;
+}
+
 /** The projection runner's apply: one event into one document, with the checkpoint. */
 export const applier =
   <D>(projection: DocumentProjection<D>, store: DocumentStore<D>) =>
-  async (event: ProjectedEvent): Promise<void> => {
-    const key = projection.keyOf(event);
-    const doc = key === null ? undefined : projection.evolve(await store.get(key), event);
-    await store.save(event.position, key === null || doc === undefined ? undefined : { key, doc });
-  };
+  (event: ProjectedEvent): Promise<void> | void =>
+    store.apply(event.position, projection.keyOf(event), (doc) => projection.evolve(doc, event));
 
 /** A JSON field of event data as a string, or null. */
 export const textOf = (value: unknown): string | null => (typeof value === 'string' ? value : null);

@@ -10,8 +10,9 @@ import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { PROJECTIONS } from '../projections/registry.js';
 import { applier } from '../projections/tickets-store.js';
+import { memoryDocumentStores } from '../projections/tickets-store-memory.js';
 import { createWorkspaceDirectory } from '../projections/workspace-directory.js';
-import { loadConfig, type Config } from '../src/config/config.js';
+import { loadConfig } from '../src/config/config.js';
 import type { EventLog, RecordedEvent } from '../src/log/event-log.js';
 import { openExistingLog } from './export.js';
 
@@ -31,19 +32,19 @@ export interface RebuildReport {
   readonly documents: Readonly<Record<string, number>>;
 }
 
-const targets = (config: Config): Target[] => {
+const targets = (): Target[] => {
   const directory = createWorkspaceDirectory();
   return [
     { name: 'workspace-directory', types: new Set(directory.types), apply: directory.apply, size: directory.count },
-    ...PROJECTIONS.map(({ projection, createStore }): Target => {
-      const store = createStore(config);
+    ...PROJECTIONS.map((projection): Target => {
+      const store = memoryDocumentStores.open(projection);
       return { name: projection.name, types: new Set(projection.types), apply: applier(projection, store), size: async () => (await store.dump()).size };
     }),
   ];
 };
 
-export const rebuildProjections = async (log: EventLog, config: Config, pageSize = 5000): Promise<RebuildReport> => {
-  const all = targets(config);
+export const rebuildProjections = async (log: EventLog, pageSize = 5000): Promise<RebuildReport> => {
+  const all = targets();
   const types = [...new Set(all.flatMap((t) => [...t.types]))];
   const started = performance.now();
   let events = 0;
@@ -68,7 +69,7 @@ const main = async () => {
   const config = loadConfig({ ...process.env, ...(values['data-dir'] === undefined ? {} : { DATA_DIR: values['data-dir'] }) });
   const log = openExistingLog(path.resolve(config.dataDir));
   try {
-    const report = await rebuildProjections(log, config);
+    const report = await rebuildProjections(log);
     for (const [name, count] of Object.entries(report.documents)) console.log(`${name}: ${count} documents`);
     console.log(`rebuilt from ${report.events} events in ${report.seconds.toFixed(2)} s (${report.eventsPerSecond} events/s)`);
   } finally {

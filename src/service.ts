@@ -1,6 +1,8 @@
 // The composition root: the only module that knows which adapter runs behind each port.
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
+import { memoryDocumentStores } from '../projections/tickets-store-memory.js';
+import { createRedisDocumentStores } from '../projections/tickets-store-redis.js';
 import { createWorkspaceDirectory } from '../projections/workspace-directory.js';
 import { createCommandHandler } from './app/command-handler.js';
 import type { Core, Feature, FeatureFactory } from './app/core.js';
@@ -44,13 +46,18 @@ export const FEATURES: readonly FeatureFactory[] = [createUpdatesFeature, mediaF
 
 const SHUTDOWN_GRACE_MS = 5_000;
 
-/** Shared state lives in Redis when REDIS_URL is set (distributed mode), in this process otherwise. */
+/**
+ * Shared state lives in Redis when REDIS_URL is set (distributed mode), in this process otherwise.
+ * The ticket and contact read models go to Redis only for API servers: the embedded `all` role keeps
+ * them in memory, and the other roles serve no tickets.
+ */
 const openSharedState = async (config: Config) =>
   config.redisUrl === null
-    ? { notifier: createMemoryNotifier(), rateLimiter: createMemoryRateLimiter({ windowMs: config.rateLimit.windowMs }) }
+    ? { notifier: createMemoryNotifier(), rateLimiter: createMemoryRateLimiter({ windowMs: config.rateLimit.windowMs }), documents: memoryDocumentStores }
     : {
         notifier: await createRedisNotifier({ url: config.redisUrl }),
         rateLimiter: createRedisRateLimiter({ url: config.redisUrl, windowMs: config.rateLimit.windowMs }),
+        documents: config.role === 'api' ? createRedisDocumentStores({ url: config.redisUrl }) : memoryDocumentStores,
       };
 
 export const startService = async (config: Config, options: ServiceOptions = {}): Promise<Service> => {
@@ -119,6 +126,7 @@ export const startService = async (config: Config, options: ServiceOptions = {})
     await directoryRunner.stop();
     await core.notifier.close();
     await core.rateLimiter.close();
+    await core.documents.close();
     await log.close();
   };
 

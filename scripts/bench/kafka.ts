@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { memoryDocumentStores } from '../../projections/tickets-store-memory.js';
 import { createWorkspaceDirectory } from '../../projections/workspace-directory.js';
 import { createCommandHandler } from '../../src/app/command-handler.js';
 import type { Core, Feature } from '../../src/app/core.js';
@@ -51,6 +52,7 @@ const roleCore = async (config: Config): Promise<Core> => {
     workspaces: createWorkspaceCommands(handle, randomId, () => isoMicros(systemMicros())),
     notifier: createMemoryNotifier(),
     rateLimiter: createMemoryRateLimiter({ windowMs: config.rateLimit.windowMs }),
+    documents: memoryDocumentStores,
   };
 };
 

@@ -141,7 +141,7 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
       const exportRate = Math.round(exported / exportSeconds);
       console.log(`export: ${exported} public events as NDJSON in ${exportSeconds.toFixed(2)} s = ${exportRate} events/s (${exportPerCpu} per CPU second)`);
       const rebuildCpu = process.cpuUsage();
-      const rebuild = await rebuildProjections(log, config);
+      const rebuild = await rebuildProjections(log);
       const rebuildPerCpu = Math.round(rebuild.events / cpuSeconds(rebuildCpu));
       console.log(`rebuild: ${rebuild.events} events in ${rebuild.seconds.toFixed(2)} s = ${rebuild.eventsPerSecond} events/s (${rebuildPerCpu} per CPU second; ${JSON.stringify(rebuild.documents)})`);
       return {

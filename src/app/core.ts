@@ -1,5 +1,6 @@
 // What every feature is built from. The composition root (src/service.ts) makes one Core, choosing
 // the adapters from configuration; features see only ports.
+import type { DocumentStores } from '../../projections/tickets-store.js';
 import type { WorkspaceDirectory } from '../../projections/workspace-directory.js';
 import type { Config } from '../config/config.js';
 import type { EventLog } from '../log/event-log.js';
@@ -24,6 +25,8 @@ export interface Core {
   readonly workspaces: WorkspaceCommands;
   readonly notifier: Notifier;
   readonly rateLimiter: RateLimiter;
+  /** Where the ticket and contact read models live (memory embedded, Redis shared by API servers). */
+  readonly documents: DocumentStores;
 }
 
 /** A slice of the service: its routes and the background work it starts and stops. */

@@ -5,7 +5,19 @@
 // All runners of one log share ONE subscription (a ProjectionTail): each event is read and parsed
 // once and handed to every projection, instead of once per projection. A runner that starts behind
 // the tail (its checkpoint is older) catches up with reads of its own, then joins the tail.
+//
+// An apply that throws ProjectionReset (a shared store that lost its data or cannot be reached) does
+// not stop its projection: the runner reads the store's checkpoint again, retrying until it can, and
+// catches up from there. Any other failure stops that projection alone.
 import type { EventLog, LogSubscription, RecordedEvent } from '../log/event-log.js';
+
+/** Thrown by a projection's apply: start again from its checkpoint (the store lost data, or is unreachable). */
+export class ProjectionReset extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'ProjectionReset';
+  }
+}
 
 export interface ProjectionSpec {
   readonly name: string;
@@ -20,6 +32,8 @@ export interface ProjectionRunner {
   /** Position of the last event this projection has seen (applied or not of its types). */
   position(): number;
   waitFor(position: number): Promise<void>;
+  /** Reads the store's checkpoint again and goes on from there (a shared store back after an outage may have lost data). */
+  resume(reason: string): void;
   start(): Promise<void>;
   stop(): Promise<void>;
 }
@@ -30,6 +44,7 @@ export interface ProjectionTail {
 }
 
 const CATCH_UP_PAGE = 1000;
+const RESET_RETRY_MS = 1000;
 
 interface Waiter {
   readonly position: number;
@@ -44,9 +59,7 @@ const progress = () => {
   let lowest = Infinity;
   return {
     applied: () => applied,
-    reset(position: number) {
-      applied = position;
-    },
+    /** Moves to `position`, forwards or (a store reset) back; a store's checkpoint beyond a waiter settles it too. */
     advance(position: number) {
       applied = position;
       if (applied < lowest) return;
@@ -69,6 +82,10 @@ interface Member {
   readonly progress: ReturnType<typeof progress>;
   /** Fed by the tail (else still catching up, or stopped). */
   live: boolean;
+  /** Counts (re)starts: a catch-up of an older one gives way. */
+  run: number;
+  /** Set while a reset is being recovered from: one warning per outage. */
+  resetting: boolean;
 }
 
 export const createProjectionTail = (log: EventLog): ProjectionTail => {
@@ -86,6 +103,31 @@ export const createProjectionTail = (log: EventLog): ProjectionTail => {
     console.error(`projection ${member.spec.name} stopped:`, error);
   };
 
+  /** From the store's checkpoint (retried until it can be read) through the log, then live. */
+  const resume = async (member: Member): Promise<void> => {
+    const run = ++member.run;
+    member.live = false;
+    for (;;) {
+      try {
+        member.progress.advance(await member.spec.checkpoint());
+        break;
+      } catch (error) {
+        if (!member.resetting) throw error;
+        await new Promise((resolve) => setTimeout(resolve, RESET_RETRY_MS));
+        if (!members.has(member) || member.run !== run) return;
+      }
+    }
+    void catchUp(member, run).catch((error: unknown) => failed(member, error));
+  };
+
+  const failed = (member: Member, error: unknown): void => {
+    if (!(error instanceof ProjectionReset)) return fail(member, error);
+    if (!members.has(member)) return;
+    if (!member.resetting) console.warn(`projection ${member.spec.name}: ${error.message}; resuming from its checkpoint`);
+    member.resetting = true;
+    void resume(member).catch((e: unknown) => fail(member, e));
+  };
+
   /** Applies one event to one member; a promise only when its apply is asynchronous. */
   const feed = (member: Member, event: RecordedEvent): Promise<void> | undefined => {
     if (!member.types.has(event.type)) {
@@ -93,10 +135,11 @@ export const createProjectionTail = (log: EventLog): ProjectionTail => {
       return undefined;
     }
     let applied: Promise<void> | void;
+    const run = member.run;
     try {
       applied = member.spec.apply(event);
     } catch (error) {
-      fail(member, error);
+      failed(member, error);
       return undefined;
     }
     if (applied === undefined) {
@@ -104,8 +147,12 @@ export const createProjectionTail = (log: EventLog): ProjectionTail => {
       return undefined;
     }
     return applied.then(
-      () => member.progress.advance(event.position),
-      (error: unknown) => fail(member, error),
+      () => {
+        if (member.run !== run) return;
+        member.resetting = false;
+        member.progress.advance(event.position);
+      },
+      (error: unknown) => failed(member, error),
     );
   };
 
@@ -130,9 +177,9 @@ export const createProjectionTail = (log: EventLog): ProjectionTail => {
   };
 
   /** Reads the log from the member's checkpoint until it has reached the tail, then goes live. */
-  const catchUp = async (member: Member) => {
+  const catchUp = async (member: Member, run: number) => {
     await (tail ??= startTail());
-    while (members.has(member)) {
+    while (members.has(member) && member.run === run) {
       // Checked right after an await and before the next: nothing can be delivered in between.
       if (member.progress.applied() >= head) {
         member.live = true;
@@ -140,7 +187,7 @@ export const createProjectionTail = (log: EventLog): ProjectionTail => {
       }
       const events = await log.readAll({ after: member.progress.applied(), limit: CATCH_UP_PAGE });
       for (const event of events) {
-        if (!members.has(member)) return;
+        if (!members.has(member) || member.run !== run) return;
         await feed(member, event);
       }
     }
@@ -148,15 +195,18 @@ export const createProjectionTail = (log: EventLog): ProjectionTail => {
 
   return {
     runner(spec) {
-      const member: Member = { spec, types: new Set(spec.types), progress: progress(), live: false };
+      const member: Member = { spec, types: new Set(spec.types), progress: progress(), live: false, run: 0, resetting: false };
       return {
         name: spec.name,
         position: () => member.progress.applied(),
         waitFor: (position) => member.progress.waitFor(position),
+        resume: (reason) => failed(member, new ProjectionReset(reason)),
         async start() {
-          member.progress.reset(await spec.checkpoint());
           members.add(member);
-          void catchUp(member).catch((error: unknown) => fail(member, error));
+          await resume(member).catch((error: unknown) => {
+            members.delete(member);
+            throw error;
+          });
         },
         async stop() {
           members.delete(member);

@@ -1,6 +1,6 @@
 // The tickets feature: tickets, messages and contacts — aggregates, read models, public routes
 // under /api/v1 and the internal commands under /internal/v1.
-import { createCommandHandler, createStateCache } from '../app/command-handler.js';
+import { createCommandHandler, createStateCache, type CommandHandler } from '../app/command-handler.js';
 import type { Core, Feature } from '../app/core.js';
 import { createContactCommands } from './contacts.js';
 import { createTicketQuota } from './quota.js';
@@ -17,7 +17,13 @@ const CACHED_STREAMS = 10_000;
 export const createTicketsFeature = (core: Core): Feature => {
   const readModels = createTicketReadModels(core);
   // Ticket and contact streams are never deleted, so their commands can start from cached states.
-  const cached: Core = { ...core, handle: createCommandHandler(core.log, core.newId, createStateCache(CACHED_STREAMS)) };
+  const handler = createCommandHandler(core.log, core.newId, createStateCache(CACHED_STREAMS));
+  // A command whose answer needs the read models is refused before it writes when they are out of reach.
+  const handle: CommandHandler = (aggregate, stream, workspaceId, command) => {
+    readModels.assertAvailable();
+    return handler(aggregate, stream, workspaceId, command);
+  };
+  const cached: Core = { ...core, handle };
   const contacts = createContactCommands(cached);
   const commands = createTicketCommands(cached, contacts, createTicketQuota(core.log, core.clock, core.newId), readModels);
   const deps = { core, commands, contacts, readModels };

@@ -1,16 +1,39 @@
 // The tickets feature's read models: a store and a projection runner each. Reads come from the
-// stores; a write route awaits `settled(position)` so the caller reads its own write.
+// stores; a write route awaits `settled(position)` so the caller reads its own write. Where the
+// stores are out of reach (Redis down, in the distributed mode), reads and commands are refused with
+// 503 SERVICE_UNAVAILABLE before anything is written, rather than hang or half-succeed.
 import { createProjectionRunner, type ProjectionRunner } from '../app/projection-runner.js';
 import type { Core } from '../app/core.js';
+import { domainError } from '../domain/errors.js';
+import { business } from '../http/api-error.js';
 import type { RecordedEvent } from '../log/event-log.js';
-import { TICKET_PROJECTIONS, type RegisteredProjection } from '../../projections/registry.js';
-import { applier, type DocumentStore } from '../../projections/tickets-store.js';
+import { TICKET_PROJECTIONS } from '../../projections/registry.js';
+import { applier, type DocumentProjection, type DocumentStore } from '../../projections/tickets-store.js';
 
-const runnerOf = <D>(core: Core, registered: RegisteredProjection<D>): { store: DocumentStore<D>; runner: ProjectionRunner } => {
-  const { projection } = registered;
-  const store = registered.createStore(core.config);
+/** Seconds a client is told to wait (the contract's retry guidance for 503 is growing pauses). */
+const RETRY_AFTER_S = '1';
+
+const unavailable = () => business(domainError('SERVICE_UNAVAILABLE', 'Tickets and contacts are unavailable for a moment: retry shortly'), { 'Retry-After': RETRY_AFTER_S });
+
+/** The store's reads, refused while the stores are out of reach (a failing read then is a 503 too). */
+const guarded = <D>(store: DocumentStore<D>, available: () => boolean): DocumentStore<D> => {
+  const read =
+    <A extends unknown[], R>(call: (...args: A) => Promise<R>) =>
+    async (...args: A): Promise<R> => {
+      if (!available()) throw unavailable();
+      try {
+        return await call(...args);
+      } catch (error) {
+        throw available() ? error : unavailable();
+      }
+    };
+  return { ...store, get: read(store.get), list: read(store.list) };
+};
+
+const runnerOf = <D>(core: Core, projection: DocumentProjection<D>): { store: DocumentStore<D>; runner: ProjectionRunner } => {
+  const store = core.documents.open(projection);
   const runner = createProjectionRunner(core.log, { name: projection.name, types: projection.types, checkpoint: () => store.checkpoint(), apply: applier(projection, store) });
-  return { store, runner };
+  return { store: guarded(store, core.documents.available), runner };
 };
 
 export const createTicketReadModels = (core: Core) => {
@@ -23,6 +46,10 @@ export const createTicketReadModels = (core: Core) => {
   };
   return {
     settled,
+    /** Throws the 503 while the stores are out of reach: commands call it before they write. */
+    assertAvailable(): void {
+      if (!core.documents.available()) throw unavailable();
+    },
     /** After a command: its last event, or when it decided nothing, everything up to now (what it read). */
     async settledAfter(records: readonly RecordedEvent[]): Promise<void> {
       await settled(records.at(-1)?.position ?? (await core.log.headPosition()));
@@ -31,6 +58,8 @@ export const createTicketReadModels = (core: Core) => {
     messages: messages.store,
     contacts: contacts.store,
     async start() {
+      // Redis may come back empty (no persistence): each projection checks its epoch and rebuilds if so.
+      core.documents.onReconnect(() => runners.forEach((runner) => runner.resume('its store is reachable again')));
       for (const runner of runners) await runner.start();
       // The embedded stores start empty: serve reads only once they have caught up with the log.
       await settled(await core.log.headPosition());

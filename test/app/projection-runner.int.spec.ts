@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { createProjectionTail, createProjectionRunner } from '../../src/app/projection-runner.js';
+import { createProjectionTail, createProjectionRunner, ProjectionReset } from '../../src/app/projection-runner.js';
 import type { EventLog, NewEvent, RecordedEvent } from '../../src/log/event-log.js';
 import { openSqliteLog } from '../../src/log/sqlite.js';
 
@@ -80,6 +80,45 @@ describe('projection runners on one log tail (int)', () => {
     } finally {
       console.error = consoleError;
       await Promise.all([runner.stop(), failing.stop()]);
+    }
+  });
+
+  it('resumes a projection from its checkpoint after a ProjectionReset, retrying a checkpoint it cannot read', async () => {
+    // A store that loses everything at the 5th event and is unreachable for two checkpoint reads.
+    let docs: number[] = [];
+    let lost = false;
+    let unreachable = 0;
+    const warnings: unknown[] = [];
+    const consoleWarn = console.warn;
+    console.warn = (...args: unknown[]) => void warnings.push(args);
+    const runner = createProjectionRunner(log, {
+      name: 'resetting',
+      types: ['a'],
+      checkpoint: () => {
+        if (unreachable-- > 0) throw new ProjectionReset('unreachable');
+        return docs.at(-1) ?? 0;
+      },
+      apply: async (e) => {
+        if (docs.length === 4 && !lost) {
+          lost = true;
+          docs = [];
+          unreachable = 2;
+          throw new ProjectionReset('data gone');
+        }
+        docs.push(e.position);
+      },
+    });
+    try {
+      await runner.start();
+      const head = await appendMany(log, 12);
+      await runner.waitFor(head);
+      const all = (await log.readAll({ after: 0 })).map((e) => e.position);
+      expect(docs).to.deep.equal(all);
+      expect(runner.position()).to.equal(head);
+      expect(warnings).to.have.length(1);
+    } finally {
+      console.warn = consoleWarn;
+      await runner.stop();
     }
   });
 });

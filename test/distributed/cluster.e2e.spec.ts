@@ -254,15 +254,51 @@ describe('distributed mode with real processes (e2e)', function () {
     }
   });
 
-  it('keeps answering while Redis is down (the rate limit fails open) and wakes long polls again after', async () => {
+  it('serves one shared copy of the read models: what one server answered, the other reads at once', async () => {
     const ws = await createWorkspace();
+    for (let i = 0; i < 6; i++) {
+      const [writer, reader] = [i % 2, (i + 1) % 2];
+      const created = await ws.api(writer, 'POST', '/api/v1/tickets', { contact: { email: `shared-${i}@example.com` }, subject: `shared ${i}`, message: 'hello' });
+      expect(created.status, JSON.stringify(created.body)).to.equal(201);
+      const id = String(created.body.id);
+      expect((await ws.api(reader, 'GET', `/api/v1/tickets/${id}`)).body).to.deep.equal(created.body);
+      const closed = await ws.api(writer, 'POST', `/api/v1/tickets/${id}/close`);
+      expect(closed.status).to.equal(200);
+      expect((await ws.api(reader, 'GET', `/api/v1/tickets/${id}`)).body).to.deep.equal(closed.body);
+      expect((await ws.api(reader, 'GET', '/api/v1/tickets?status=closed')).body.total).to.equal(i + 1);
+    }
+  });
+
+  it('answers 503 for tickets while Redis is down, writes nothing then, and rebuilds the read models when Redis comes back empty', async () => {
+    const ws = await createWorkspace();
+    await createTicket(ws, 0);
+    const listed = await ws.api(1, 'GET', '/api/v1/tickets');
+    expect(listed.body.total).to.equal(1);
+    const events = await feedIds(ws);
     await redis.stop();
     try {
-      for (let i = 0; i < 4; i++) expect((await ws.api(i % 2, 'GET', '/api/v1/tickets')).status).to.equal(200);
-      await createTicket(ws, 1);
+      for (let i = 0; i < 4; i++) {
+        const reply = await ws.api(i % 2, 'GET', '/api/v1/tickets');
+        expect(reply.status, JSON.stringify(reply.body)).to.equal(503);
+        expect(reply.body.error_code).to.equal('SERVICE_UNAVAILABLE');
+        expect(reply.headers.get('retry-after')).to.equal('1');
+      }
+      const refused = await ws.api(0, 'POST', '/api/v1/tickets', { contact: { email: 'during-outage@example.com' }, message: 'hello' });
+      expect(refused.status, JSON.stringify(refused.body)).to.equal(503);
+      // The log still answers (the rate limit fails open), and the refused write left nothing in it.
+      expect(await feedIds(ws)).to.deep.equal(events);
     } finally {
       await redis.start();
     }
+    // This Redis keeps nothing across a restart: the API servers rebuild the read models from the log.
+    await eventually(
+      'the ticket listed again on both servers',
+      async () => {
+        const replies = await Promise.all([0, 1].map((on) => ws.api(on, 'GET', '/api/v1/tickets')));
+        return replies.every((r) => r.status === 200 && JSON.stringify(r.body) === JSON.stringify(listed.body));
+      },
+      30_000,
+    );
     // Reconnecting takes each client up to its backoff; a poll that missed its wake-up answers empty.
     await eventually(
       'a long poll woken across servers',

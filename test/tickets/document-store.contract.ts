@@ -8,6 +8,8 @@ export interface Row {
   readonly status: string;
   readonly contact_id: string | null;
   readonly n: number;
+  /** The events applied, in order (the concurrent appliers' test). */
+  readonly applied?: string;
 }
 
 /** The projection shape a store sees: partitions by workspace, filters on two fields. */
@@ -17,36 +19,67 @@ export const ROWS: Pick<DocumentProjection<Row>, 'name' | 'filters' | 'partition
   partitionOf: (row) => row.ws,
 };
 
-export const documentStoreContract = (name: string, factory: (() => Promise<DocumentStore<Row>>) | null) => {
+/** Opens a store, and returns a way to open more handles on the same data (another process's view of it). */
+export type OpenStores = () => Promise<() => DocumentStore<Row>>;
+
+export const documentStoreContract = (name: string, open: OpenStores | null) => {
   describe(`DocumentStore contract: ${name}`, () => {
-    if (factory === null) {
+    if (open === null) {
       it('runs when its engine is configured');
       return;
     }
+    let handle: () => DocumentStore<Row>;
     let store: DocumentStore<Row>;
     let position = 0;
     const row = (id: string, over: Partial<Row> = {}): Row => ({ id, ws: 'w1', status: 'open', contact_id: 'c1', n: 1_700_000_000_000_123, ...over });
-    const save = (doc: Row) => store.save(++position, { key: doc.id, doc });
+    const save = (doc: Row) => store.apply(++position, doc.id, () => doc);
     const ids = async (query: Parameters<DocumentStore<Row>['list']>[0]) => {
       const page = await store.list(query);
       return { ids: page.items.map((r) => r.id), total: page.total };
     };
     beforeEach(async () => {
-      store = await factory();
+      handle = await open();
+      store = handle();
+      // A runner reads the checkpoint before it applies.
+      expect(await store.checkpoint()).to.equal(0);
       position = 0;
     });
 
     it('keeps documents whole with the checkpoint, which never goes back', async () => {
-      expect(await store.checkpoint()).to.equal(0);
       expect(await store.get('t1')).to.equal(undefined);
       await save(row('t1'));
-      await store.save(5);
-      await store.save(3);
+      await store.apply(5, null, () => undefined);
+      await store.apply(3, null, () => undefined);
       expect(await store.checkpoint()).to.equal(5);
       expect(await store.get('t1')).to.deep.equal(row('t1'));
-      await store.save(6, { key: 't1', doc: row('t1', { contact_id: null }) });
+      await store.apply(6, 't1', (doc) => doc && { ...doc, contact_id: null });
       expect(await store.get('t1')).to.deep.equal(row('t1', { contact_id: null }));
+      // An event that creates nothing, or changes nothing, leaves the store as it is.
+      await store.apply(7, 't2', () => undefined);
+      await store.apply(8, 't1', (doc) => doc);
       expect([...(await store.dump())]).to.deep.equal([['t1', row('t1', { contact_id: null })]]);
+      expect(await store.checkpoint()).to.equal(8);
+    });
+
+    it('applies an event to a document once, however many appliers see it, each in log order', async () => {
+      // Events 1..40 touch four documents; each appends its number to the document's `applied`.
+      const events = Array.from({ length: 40 }, (_, i) => ({ position: i + 1, key: `d${i % 4}` }));
+      const applyAll = async (applier: DocumentStore<Row>, from = 0, to = events.length) => {
+        await applier.checkpoint();
+        for (const e of events.slice(from, to)) {
+          await applier.apply(e.position, e.key, (doc) => ({ ...(doc ?? row(e.key)), applied: `${doc?.applied ?? ''},${e.position}` }));
+        }
+      };
+      // Three appliers on the same data: one from the start, two resuming from the checkpoint at 10.
+      await applyAll(store, 0, 10);
+      await Promise.all([applyAll(store, 10), applyAll(handle()), applyAll(handle(), 10)]);
+      await applyAll(store);
+      const docs = await store.dump();
+      for (let k = 0; k < 4; k++) {
+        const expected = events.filter((e) => e.key === `d${k}`).map((e) => `,${e.position}`).join('');
+        expect(docs.get(`d${k}`)?.applied, `d${k}`).to.equal(expected);
+      }
+      expect(await store.checkpoint()).to.equal(40);
     });
 
     it('lists a partition in creation order, either way, a page at a time with the total', async () => {

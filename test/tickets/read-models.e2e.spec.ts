@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { expect } from 'chai';
 import { PROJECTIONS, TICKET_PROJECTIONS } from '../../projections/registry.js';
-import { applier } from '../../projections/tickets-store.js';
+import { applier, type DocumentStore } from '../../projections/tickets-store.js';
+import { memoryDocumentStores } from '../../projections/tickets-store-memory.js';
 import type { TicketRow } from '../../projections/tickets.js';
 import { ticketView } from '../../src/tickets/views.js';
 import { loadConfig } from '../../src/config/config.js';
@@ -31,14 +32,14 @@ describe('ticket read models (e2e)', () => {
 
     // Every registered projection, fed the whole log, gives the rows the service answers with.
     const events = await test.service.core.log.readAll({ after: 0 });
-    const stores = new Map<string, ReturnType<(typeof PROJECTIONS)[number]['createStore']>>();
-    for (const { projection, createStore } of PROJECTIONS) {
-      const store = createStore(loadConfig({ DATA_DIR: dataDir }));
+    const stores = new Map<string, DocumentStore<unknown>>();
+    for (const projection of PROJECTIONS) {
+      const store = memoryDocumentStores.open(projection);
       const apply = applier(projection, store);
       for (const event of events.filter((e) => projection.types.includes(e.type))) await apply(event);
       stores.set(projection.name, store);
     }
-    const rebuilt = (await stores.get(TICKET_PROJECTIONS.tickets.projection.name)?.dump()) as ReadonlyMap<string, TicketRow>;
+    const rebuilt = (await stores.get(TICKET_PROJECTIONS.tickets.name)?.dump()) as ReadonlyMap<string, TicketRow>;
     expect(ids.map((id) => ticketView(rebuilt.get(id) as TicketRow))).to.deep.equal([...before.body.items].reverse());
     expect((await stores.get('ticket-messages')?.dump())?.size).to.equal(2);
 

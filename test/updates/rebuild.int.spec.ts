@@ -26,7 +26,7 @@ describe('scripts/rebuild.ts (int)', () => {
     await svc.service.close();
     const log = openExistingLog(svc.dataDir);
     try {
-      const report = await rebuildProjections(log, svc.service.core.config);
+      const report = await rebuildProjections(log);
       expect(report.documents).to.include({ 'workspace-directory': 2, tickets: 1 });
       expect(Object.keys(report.documents)).to.include.members(['contacts', 'tickets']);
       expect(report.events).to.be.greaterThan(2);

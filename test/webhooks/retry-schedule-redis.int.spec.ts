@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { Redis } from 'ioredis';
 import { createMemoryRetrySchedule } from '../../src/webhooks/dispatch/retry-schedule/memory.js';
 import { createRedisRetrySchedule } from '../../src/webhooks/dispatch/retry-schedule/redis.js';
 import { retryScheduleContract } from './retry-schedule.contract.js';
@@ -13,7 +14,17 @@ const redisPair = async (url: string) => {
   const schedule = createRedisRetrySchedule({ url, leaseMs: LEASE_MS, keyPrefix });
   const other = createRedisRetrySchedule({ url, leaseMs: LEASE_MS, keyPrefix });
   await Promise.all([schedule.ready(), other.ready()]);
-  return { schedule, other, teardown: () => Promise.all([schedule.close(), other.close()]).then(() => undefined) };
+  /** What a Redis restarted without persistence leaves of this schedule: nothing. */
+  const lose = async () => {
+    const admin = new Redis(url);
+    try {
+      const keys = await admin.keys(`{${keyPrefix}retry}*`);
+      if (keys.length > 0) await admin.del(...keys);
+    } finally {
+      admin.disconnect();
+    }
+  };
+  return { schedule, other, lose, teardown: () => Promise.all([schedule.close(), other.close()]).then(() => undefined) };
 };
 
 // The reference adapter runs the same contract, so the contract is known to describe the port.
@@ -40,6 +51,22 @@ retryScheduleContract('redis', redisUrl ? () => redisPair(redisUrl) : null, { pr
     expect(await pair.schedule.takeDue(200 + LEASE_US, 10, unlimited)).to.deep.equal([]);
   });
 
+  it('keeps a claimed entry claimed when another dispatcher offers it (a late retry request, a restart)', async () => {
+    expect(await pair.schedule.takeDue(200, 10, unlimited)).to.have.length(1);
+    await pair.other.offer({ deliveryId: 'd', subscriptionId: 's', dueAt: 150 });
+    expect(await pair.other.takeDue(300, 10, unlimited), 'the attempt under way is not offered again').to.deep.equal([]);
+    expect(await pair.other.size()).to.equal(0);
+    // The claim and its lease are untouched by the offer.
+    expect(await pair.other.takeDue(200 + LEASE_US, 10, unlimited)).to.deep.equal([{ deliveryId: 'd', subscriptionId: 's', dueAt: 100 }]);
+  });
+
+  it('takes an offer again once the claim was settled by remove (the taker then finds the delivery settled in the log)', async () => {
+    expect(await pair.schedule.takeDue(200, 10, unlimited)).to.have.length(1);
+    await pair.schedule.remove('d');
+    await pair.other.offer({ deliveryId: 'd', subscriptionId: 's', dueAt: 150 });
+    expect(await pair.other.takeDue(300, 10, unlimited)).to.deep.equal([{ deliveryId: 'd', subscriptionId: 's', dueAt: 150 }]);
+  });
+
   it('settles a claim by put (the next attempt) or by remove (done)', async () => {
     await pair.schedule.put({ deliveryId: 'e', subscriptionId: 's', dueAt: 100 });
     expect(await pair.schedule.takeDue(200, 10, unlimited)).to.have.length(2);
@@ -51,5 +78,62 @@ retryScheduleContract('redis', redisUrl ? () => redisPair(redisUrl) : null, { pr
     await pair.other.remove('d');
     expect(await pair.other.takeDue(later + 2 * LEASE_US, 10, unlimited)).to.deep.equal([]);
     expect(await pair.schedule.nextDueAt()).to.equal(null);
+  });
+});
+
+(redisUrl ? describe : describe.skip)('redis RetrySchedule loss (Redis restarted without persistence)', () => {
+  let pair: Awaited<ReturnType<typeof redisPair>>;
+  const unlimited = () => Number.POSITIVE_INFINITY;
+  const losses = { schedule: 0, other: 0 };
+  /** Lets a re-seed started by a take finish. */
+  const reseeded = () => new Promise((resolve) => setImmediate(resolve));
+  beforeEach(async () => {
+    pair = await redisPair(redisUrl as string);
+    losses.schedule = 0;
+    losses.other = 0;
+    pair.schedule.onLost(async () => void losses.schedule++);
+    pair.other.onLost(async () => void losses.other++);
+    await pair.schedule.put({ deliveryId: 'd', subscriptionId: 's', dueAt: 100 });
+  });
+  afterEach(() => pair.teardown());
+
+  it('reports nothing while the entries it seeded are there', async () => {
+    await pair.schedule.takeDue(50, 10, unlimited);
+    await pair.other.takeDue(200, 10, unlimited);
+    await pair.schedule.remove('d');
+    await pair.schedule.takeDue(300, 10, unlimited);
+    await reseeded();
+    expect(losses).to.deep.equal({ schedule: 0, other: 0 });
+  });
+
+  it('has every dispatcher re-seed once after a loss, at its next take', async () => {
+    await pair.lose();
+    expect(await pair.schedule.takeDue(200, 10, unlimited)).to.deep.equal([]);
+    await pair.other.takeDue(200, 10, unlimited);
+    await reseeded();
+    expect(losses).to.deep.equal({ schedule: 1, other: 1 });
+    await pair.schedule.takeDue(300, 10, unlimited);
+    await pair.other.takeDue(300, 10, unlimited);
+    await reseeded();
+    expect(losses, 'a loss is repaired once').to.deep.equal({ schedule: 1, other: 1 });
+    await pair.lose();
+    await pair.other.takeDue(400, 10, unlimited);
+    await pair.schedule.takeDue(400, 10, unlimited);
+    await reseeded();
+    expect(losses, 'and the next loss again').to.deep.equal({ schedule: 2, other: 2 });
+  });
+
+  it('runs a re-seed that failed again at the next take', async () => {
+    let failures = 1;
+    pair.schedule.onLost(async () => {
+      losses.schedule++;
+      if (failures-- > 0) throw new Error('the log is away');
+    });
+    await pair.lose();
+    for (let take = 0; take < 3; take++) {
+      await pair.schedule.takeDue(200, 10, unlimited);
+      await reseeded();
+    }
+    expect(losses.schedule).to.equal(2);
   });
 });

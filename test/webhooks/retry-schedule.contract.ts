@@ -50,6 +50,21 @@ export const retryScheduleContract = (name: string, factory: (() => Promise<Retr
       expect(await schedule.size()).to.equal(0);
     });
 
+    it('offers an entry only when the delivery is not there: it never moves one scheduled', async () => {
+      const { schedule, other } = fixture;
+      await schedule.offer({ deliveryId: 'a', subscriptionId: 's', dueAt: 20 });
+      await other.offer({ deliveryId: 'a', subscriptionId: 's', dueAt: 5 });
+      await other.offer({ deliveryId: 'a', subscriptionId: 't', dueAt: 40 });
+      expect(await schedule.nextDueAt()).to.equal(20);
+      expect(await schedule.size()).to.equal(1);
+      // The owner's put still moves it; once removed (settled) an offer adds it again.
+      await schedule.put({ deliveryId: 'a', subscriptionId: 's', dueAt: 30 });
+      expect(await other.nextDueAt()).to.equal(30);
+      await schedule.remove('a');
+      await other.offer({ deliveryId: 'a', subscriptionId: 's', dueAt: 7 });
+      expect(await schedule.takeDue(100, 10, unlimited)).to.deep.equal([{ deliveryId: 'a', subscriptionId: 's', dueAt: 7 }]);
+    });
+
     it('takes at most the limit, and skips a subscription without room while serving the others', async () => {
       const { schedule } = fixture;
       for (let i = 0; i < 5; i++) await schedule.put({ deliveryId: `slow-${i}`, subscriptionId: 'slow', dueAt: i });
@@ -72,7 +87,7 @@ export const retryScheduleContract = (name: string, factory: (() => Promise<Retr
     it('never loses nor repeats an entry (property)', async () => {
       await fc.assert(
         fc.asyncProperty(
-          fc.array(fc.record({ id: fc.integer({ min: 0, max: 30 }), due: fc.integer({ min: 0, max: 100 }), remove: fc.boolean() }), { maxLength: 60 }),
+          fc.array(fc.record({ id: fc.integer({ min: 0, max: 30 }), due: fc.integer({ min: 0, max: 100 }), op: fc.constantFrom('put', 'offer', 'remove') }), { maxLength: 60 }),
           fc.integer({ min: 1, max: 4 }),
           async (ops, room) => {
             const { schedule, teardown } = await factory();
@@ -80,12 +95,13 @@ export const retryScheduleContract = (name: string, factory: (() => Promise<Retr
               const expected = new Map<string, number>();
               for (const op of ops) {
                 const id = `d${op.id}`;
-                if (op.remove) {
+                if (op.op === 'remove') {
                   await schedule.remove(id);
                   expected.delete(id);
                 } else {
-                  await schedule.put({ deliveryId: id, subscriptionId: `s${op.id % 4}`, dueAt: op.due });
-                  expected.set(id, op.due);
+                  await schedule[op.op]({ deliveryId: id, subscriptionId: `s${op.id % 4}`, dueAt: op.due });
+                  // An offer adds only what is not there.
+                  if (op.op === 'put' || !expected.has(id)) expected.set(id, op.due);
                 }
               }
               const taken: string[] = [];

@@ -4,7 +4,8 @@
 // the RetrySchedule. The in-memory state holds only deliveries still waiting; the log holds the rest.
 // With a schedule shared by several dispatchers (distributed mode), whoever claims an attempt owns
 // the delivery for that attempt: it reads the delivery back from the log, and lets go of it once the
-// next attempt is handed back to the schedule, since another dispatcher may take that one.
+// next attempt is handed back to the schedule, since another dispatcher may take that one. Only the
+// owner moves an entry (put); a dispatcher announcing a delivery it does not own offers it.
 import { left, right, type Either } from 'fp-ts/lib/Either.js';
 import type { Decided } from '../../app/command-handler.js';
 import { deliveryAggregate, foldDeliveries, type Delivery, type DeliveryCommand } from '../../domain/delivery/delivery.js';
@@ -18,7 +19,8 @@ import type { SubscriptionDirectory, SubscriptionRow } from '../subscriptions.js
 import { bodyAtPosition, envelopeBytes } from './bodies.js';
 import { createPump } from './pump.js';
 import { createRecorder } from './recorder.js';
-import type { DueAttempt, RetrySchedule } from './retry-schedule.js';
+import { readDeliveryHistory } from './restore.js';
+import type { DueAttempt, RetrySchedule, SharedRetrySchedule } from './retry-schedule.js';
 import { createWaitingDeliveries, type WaitingView } from './waiting.js';
 
 export type DeliveryReport = { readonly kind: 'record_delivery_failed' | 'record_delivery_succeeded'; readonly deliveryId: string };
@@ -27,15 +29,14 @@ export interface DispatcherDeps {
   readonly log: EventLog;
   readonly subscriptions: SubscriptionDirectory;
   readonly sender: Sender;
-  readonly schedule: RetrySchedule;
+  /** This dispatcher's own schedule (memory), or one it shares with other dispatchers (Redis). */
+  readonly schedule: { readonly own: RetrySchedule } | { readonly shared: SharedRetrySchedule };
   /** Counts a failed delivery on the subscription (the 5th in a row deactivates it) or resets the count. Idempotent per delivery id. */
   readonly report: (workspaceId: string, subscriptionId: string, report: DeliveryReport) => Promise<void>;
   readonly clock: MicrosClock;
   readonly retryDelaysMs: readonly number[];
   readonly maxInFlight: number;
   readonly maxInFlightPerSubscription: number;
-  /** Other dispatchers put to and claim from the same schedule (the Redis one). */
-  readonly sharedSchedule?: boolean;
 }
 
 /** A delivery read back from the log after a restart. */
@@ -85,12 +86,13 @@ const fold = (state: Delivery | null, events: readonly Decided[]): Delivery => {
   return next;
 };
 
-/** Another dispatcher's puts do not wake this one: with a shared schedule it also looks this often. */
+/** Another dispatcher's puts do not wake this one: with a shared schedule it also looks this often (and so notices a lost schedule). */
 const SHARED_WAKE_MS = 1000;
 
 export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
-  const { log, subscriptions, sender, schedule, clock } = deps;
-  const shared = deps.sharedSchedule ?? false;
+  const { log, subscriptions, sender, clock } = deps;
+  const shared = 'shared' in deps.schedule ? deps.schedule.shared : null;
+  const schedule: RetrySchedule = 'shared' in deps.schedule ? deps.schedule.shared : deps.schedule.own;
   const recorder = createRecorder(log);
   const waiting = createWaitingDeliveries(log);
   const pending = new Map<string, Pending>();
@@ -115,10 +117,14 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
     if (ids?.size === 0) bySubscription.delete(p.delivery.subscriptionId);
   };
 
-  /** Hands the delivery's next attempt to the schedule; a shared one may give it to another dispatcher, so this one lets go. */
-  const enqueue = async (p: Pending, dueAt: number): Promise<void> => {
+  /**
+   * Hands the delivery's next attempt to the schedule: `put` by its owner, `offer` by a dispatcher
+   * announcing a delivery it does not own. A shared schedule may give it to another dispatcher, so
+   * this one lets go.
+   */
+  const enqueue = async (p: Pending, dueAt: number, how: 'put' | 'offer' = 'put'): Promise<void> => {
     if (shared) forget(p);
-    await schedule.put({ deliveryId: p.delivery.id, subscriptionId: p.delivery.subscriptionId, dueAt });
+    await schedule[how]({ deliveryId: p.delivery.id, subscriptionId: p.delivery.subscriptionId, dueAt });
     pump.kick();
   };
 
@@ -274,6 +280,27 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
     ...(shared ? { wakeEveryMs: SHARED_WAKE_MS } : {}),
   });
 
+  /**
+   * The shared schedule lost its entries (Redis restarted without persistence): offers every waiting
+   * delivery of the log again. One that was due may be under way at a dispatcher whose claim went
+   * with the rest: it is offered at the end of such a claim's lease, by when its owner has put or
+   * removed it, so the attempt is not sent twice at once.
+   */
+  const reseed = async (store: SharedRetrySchedule): Promise<void> => {
+    const { deliveries } = await readDeliveryHistory(log);
+    const waiting = deliveries.flatMap(({ delivery, workspaceId }) =>
+      delivery.status === 'waiting' && delivery.nextAttemptAt !== null && subscriptions.get(workspaceId, delivery.subscriptionId) !== undefined
+        ? [{ deliveryId: delivery.id, subscriptionId: delivery.subscriptionId, dueAt: delivery.nextAttemptAt }]
+        : [],
+    );
+    console.warn(`retry schedule lost (Redis restarted without persistence?): re-seeding ${waiting.length} waiting deliveries from the log`);
+    const now = clock();
+    const leaseEnd = now + store.leaseMs * 1000;
+    for (const entry of waiting) await store.offer(entry.dueAt <= now ? { ...entry, dueAt: leaseEnd } : entry);
+    pump.kick();
+  };
+  if (shared !== null) shared.onLost(() => reseed(shared));
+
   const dispatcher: Dispatcher = {
     async fanOut(event, fannedOutThrough = 0) {
       if (event.offset === null || !isPublicEventType(event.type)) return;
@@ -314,11 +341,12 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
         }
         if (delivery.eventPosition > fannedOutThrough) known.add(delivery.id);
         if (delivery.status !== 'waiting' || delivery.nextAttemptAt === null) continue;
-        // Through the schedule, never straight to an attempt: a shared one takes the put of every
-        // starting dispatcher as one entry, and hands each attempt to one of them.
+        // Through the schedule, never straight to an attempt: a shared one takes the offers of every
+        // starting dispatcher as one entry, and hands each attempt to one of them. Offered, not put:
+        // another dispatcher may be attempting it under a claim that a put would drop.
         const p: Pending = { delivery, workspaceId, body: null, inFlight: false };
         track(p);
-        await enqueue(p, delivery.nextAttemptAt);
+        await enqueue(p, delivery.nextAttemptAt, 'offer');
       }
       // History left behind by a deletion that happened while the dispatcher was not looking.
       for (const subscriptionId of gone) await log.deleteStream(deliveryStream(subscriptionId));
@@ -369,9 +397,9 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
       // Already attempted, settled or superseded by a later round: nothing to take up.
       const delivery = deliveries.get(deliveryId);
       if (workspaceId === null || delivery?.status !== 'waiting' || delivery.round !== round || delivery.nextAttemptAt === null) return;
-      // Every dispatcher takes the request up: a shared schedule makes their puts one entry only if
-      // they all land before it falls due (a put after the claim would offer the attempt again).
-      await enqueue(hold(delivery, workspaceId), delivery.nextAttemptAt + (shared ? SHARED_WAKE_MS * 1000 : 0));
+      // Every dispatcher takes the request up: the first offer schedules the attempt, due at once; the
+      // others find it scheduled or claimed (a put would drop the claim and offer the attempt again).
+      await enqueue(hold(delivery, workspaceId), delivery.nextAttemptAt, 'offer');
     },
 
     start: () => pump.start(),

@@ -8,18 +8,12 @@ import { createWebhooksFeature, type WebhookExtension } from '../feature.js';
 import { runSubscriptionCommand } from '../subscriptions.js';
 import { createDispatcher } from './dispatcher.js';
 import { createLogTail, type LogTail, type LogTailOptions } from './log-tail.js';
-import type { RetrySchedule } from './retry-schedule.js';
+import type { SharedRetrySchedule } from './retry-schedule.js';
 import { createMemoryRetrySchedule } from './retry-schedule/memory.js';
 import { deliveryRoutes } from './routes.js';
 
 /** Where the dispatcher's events come from: anything that feeds dispatcher.fanOut in log order per workspace. */
 export type EventSource = (options: LogTailOptions) => LogTail;
-
-/** A retry schedule other dispatchers share, with its connection. */
-export interface SharedRetrySchedule extends RetrySchedule {
-  ready(): Promise<void>;
-  close(): Promise<void>;
-}
 
 export const webhookDispatchFrom = (source: EventSource, shared?: SharedRetrySchedule): WebhookExtension => (core: Core, { directory, sender }) => {
   const { webhooks } = core.config;
@@ -27,8 +21,7 @@ export const webhookDispatchFrom = (source: EventSource, shared?: SharedRetrySch
     log: core.log,
     subscriptions: directory,
     sender,
-    schedule: shared ?? createMemoryRetrySchedule(),
-    sharedSchedule: shared !== undefined,
+    schedule: shared === undefined ? { own: createMemoryRetrySchedule() } : { shared },
     clock: core.clock,
     retryDelaysMs: webhooks.retryDelaysMs,
     maxInFlight: webhooks.maxInFlight,

@@ -11,8 +11,15 @@ export interface DueAttempt {
 }
 
 export interface RetrySchedule {
-  /** Adds a delivery's next attempt, or moves it when the delivery is already there. */
+  /** The owner's move: adds a delivery's next attempt, or moves it (settling a claim) when the delivery is already there. */
   put(entry: DueAttempt): Promise<void>;
+  /**
+   * Adds the entry unless the delivery is already scheduled or claimed: how a dispatcher announces a
+   * delivery it does not own (a retry request, a restart). A claim is settled only by put/remove once
+   * the attempt is recorded, so a waiting delivery stays in the schedule from its first put until it
+   * is settled, and an offer never brings back an attempt that is under way.
+   */
+  offer(entry: DueAttempt): Promise<void>;
   remove(deliveryId: string): Promise<void>;
   /**
    * Removes and returns up to `limit` entries due at `now`, earliest first within a subscription,
@@ -22,4 +29,21 @@ export interface RetrySchedule {
   /** The earliest due time (µs), or null when nothing is scheduled. */
   nextDueAt(): Promise<number | null>;
   size(): Promise<number>;
+}
+
+/**
+ * A schedule several dispatchers share (Redis): a taken entry stays claimed for a lease, and the store
+ * can lose every entry (a restart without persistence, a flush) while the log still has them waiting.
+ */
+export interface SharedRetrySchedule extends RetrySchedule {
+  /** How long a taken entry stays claimed without put/remove. */
+  readonly leaseMs: number;
+  /**
+   * `reseed` runs when the schedule finds its entries lost (looked for on every takeDue); it offers
+   * the waiting deliveries again. Until it resolves the loss counts as not repaired: a failed reseed
+   * runs again at a later take.
+   */
+  onLost(reseed: () => Promise<void>): void;
+  ready(): Promise<void>;
+  close(): Promise<void>;
 }

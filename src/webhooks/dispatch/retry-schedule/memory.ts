@@ -1,6 +1,7 @@
 // The embedded RetrySchedule: a heap of due attempts per subscription and a heap of subscriptions by
 // their earliest due attempt. Removal and moves are lazy: a heap item whose version is no longer the
-// delivery's current one is skipped when it surfaces.
+// delivery's current one is skipped when it surfaces. There are no claims: the one dispatcher that
+// takes an entry holds the delivery itself until it is settled, so an offer after the take adds it again.
 import type { DueAttempt, RetrySchedule } from '../retry-schedule.js';
 import { createHeap, type Heap } from './heap.js';
 
@@ -62,17 +63,22 @@ export const createMemoryRetrySchedule = (): RetrySchedule => {
     return undefined;
   };
 
+  const put = (entry: DueAttempt): void => {
+    const version = ++versions;
+    current.set(entry.deliveryId, version);
+    let lane = lanes.get(entry.subscriptionId);
+    if (lane === undefined) {
+      lane = { heap: createHeap<Item>((a, b) => a.entry.dueAt < b.entry.dueAt || (a.entry.dueAt === b.entry.dueAt && a.version < b.version)), indexedAt: null };
+      lanes.set(entry.subscriptionId, lane);
+    }
+    lane.heap.push({ entry, version });
+    reindex(entry.subscriptionId, lane);
+  };
+
   return {
-    put: async (entry) => {
-      const version = ++versions;
-      current.set(entry.deliveryId, version);
-      let lane = lanes.get(entry.subscriptionId);
-      if (lane === undefined) {
-        lane = { heap: createHeap<Item>((a, b) => a.entry.dueAt < b.entry.dueAt || (a.entry.dueAt === b.entry.dueAt && a.version < b.version)), indexedAt: null };
-        lanes.set(entry.subscriptionId, lane);
-      }
-      lane.heap.push({ entry, version });
-      reindex(entry.subscriptionId, lane);
+    put: async (entry) => put(entry),
+    offer: async (entry) => {
+      if (!current.has(entry.deliveryId)) put(entry);
     },
     remove: async (deliveryId) => {
       current.delete(deliveryId);

@@ -5,14 +5,19 @@
 // claim still unsettled when its lease runs out (its dispatcher died mid-attempt) is offered again
 // at its original due time. Due times are µs since the epoch, exact in Redis' double scores, and
 // kept as strings inside Lua (whose tostring would round them).
+// Redis restarted without persistence (or flushed) has lost every entry while the log still has the
+// deliveries waiting: an epoch key, created with a fresh random value by whichever script finds it
+// missing, tells each dispatcher that the store it seeded is gone, and its onLost listener re-seeds.
 import type { Redis } from 'ioredis';
 import { createRedisClient, redisReady } from '../../../shared/redis.js';
-import type { DueAttempt, RetrySchedule } from '../retry-schedule.js';
+import { randomId } from '../../../shared/ids.js';
+import type { DueAttempt, SharedRetrySchedule } from '../retry-schedule.js';
 
-// KEYS: entries (hash id → "dueAt subscriptionId"), lanes (zset), claimed (zset id → lease end);
-// ARGV[1]: the prefix of lane keys. Lane keys share the hash tag of the others (one cluster slot).
+// KEYS: entries (hash id → "dueAt subscriptionId"), lanes (zset), claimed (zset id → lease end),
+// epoch (string); ARGV[1]: the prefix of lane keys. Lane keys share the hash tag of the others (one
+// cluster slot).
 const PRELUDE = `
-local entries, lanes, claimed, lanePrefix = KEYS[1], KEYS[2], KEYS[3], ARGV[1]
+local entries, lanes, claimed, epochKey, lanePrefix = KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1]
 local function lane(sub) return lanePrefix .. sub end
 local function split(v)
   local space = string.find(v, ' ', 1, true)
@@ -30,20 +35,35 @@ local function unschedule(id)
   end
   redis.call('ZREM', claimed, id)
 end
+local function schedule(id, sub, due)
+  redis.call('HSET', entries, id, due .. ' ' .. sub)
+  redis.call('ZADD', lane(sub), due, id)
+  reindex(sub)
+end
+local function epoch(candidate)
+  local current = redis.call('GET', epochKey)
+  if current then return current end
+  redis.call('SET', epochKey, candidate)
+  return candidate
+end
 `;
 
 const SCRIPTS = {
   // ARGV: prefix, id, subscriptionId, dueAt
   retryPut: `
 unschedule(ARGV[2])
-redis.call('HSET', entries, ARGV[2], ARGV[4] .. ' ' .. ARGV[3])
-redis.call('ZADD', lane(ARGV[3]), ARGV[4], ARGV[2])
-reindex(ARGV[3])`,
+schedule(ARGV[2], ARGV[3], ARGV[4])`,
+  // ARGV: prefix, id, subscriptionId, dueAt. The entry stays while scheduled or claimed.
+  retryOffer: `
+if redis.call('HEXISTS', entries, ARGV[2]) == 0 then schedule(ARGV[2], ARGV[3], ARGV[4]) end`,
   // ARGV: prefix, id
   retryRemove: `
 unschedule(ARGV[2])
 redis.call('HDEL', entries, ARGV[2])`,
-  // ARGV: prefix, now. Expired claims go back to their lanes.
+  // ARGV: prefix, candidate epoch. Returns the epoch.
+  retryEpoch: `
+return epoch(ARGV[2])`,
+  // ARGV: prefix, now, candidate epoch. Expired claims go back to their lanes; returns the epoch.
   retryRelease: `
 for _, id in ipairs(redis.call('ZRANGEBYSCORE', claimed, '-inf', ARGV[2])) do
   redis.call('ZREM', claimed, id)
@@ -53,7 +73,8 @@ for _, id in ipairs(redis.call('ZRANGEBYSCORE', claimed, '-inf', ARGV[2])) do
     redis.call('ZADD', lane(sub), due, id)
     reindex(sub)
   end
-end`,
+end
+return epoch(ARGV[3])`,
   // ARGV: prefix, now, leaseEnd, limit, then subscriptionId, room pairs. Returns id, sub, dueAt triples.
   retryClaim: `
 local out, left = {}, tonumber(ARGV[4])
@@ -87,18 +108,32 @@ export interface RedisRetryScheduleOptions {
   readonly keyPrefix?: string;
 }
 
-export interface RedisRetrySchedule extends RetrySchedule {
-  ready(): Promise<void>;
-  close(): Promise<void>;
-}
-
-export const createRedisRetrySchedule = (options: RedisRetryScheduleOptions): RedisRetrySchedule => {
+export const createRedisRetrySchedule = (options: RedisRetryScheduleOptions): SharedRetrySchedule => {
   const client = createRedisClient(options.url, 'background') as Scripted;
-  for (const [name, body] of Object.entries(SCRIPTS)) client.defineCommand(name, { numberOfKeys: 3, lua: PRELUDE + body });
+  for (const [name, body] of Object.entries(SCRIPTS)) client.defineCommand(name, { numberOfKeys: 4, lua: PRELUDE + body });
   const tag = `{${options.keyPrefix ?? ''}retry}`;
-  const keys = [`${tag}:entries`, `${tag}:lanes`, `${tag}:claimed`] as const;
+  const keys = [`${tag}:entries`, `${tag}:lanes`, `${tag}:claimed`, `${tag}:epoch`] as const;
   const lanePrefix = `${tag}:lane:`;
   const leaseUs = options.leaseMs * 1000;
+  /** The epoch whose entries this process has seeded: the first one seen (ready(), before the start-up resume offers), then each one re-seeded. */
+  let seeded: string | null = null;
+  let reseed: (() => Promise<void>) | null = null;
+  let reseeding: Promise<void> | null = null;
+
+  /** A new epoch means the entries this process seeded are gone: re-seed, one re-seeding at a time. */
+  const compare = (reply: unknown): void => {
+    const current = String(reply);
+    seeded ??= current;
+    if (current === seeded || reseeding !== null) return;
+    if (reseed === null) {
+      seeded = current;
+      return;
+    }
+    reseeding = reseed()
+      .then(() => void (seeded = current))
+      .catch((error: unknown) => console.error('webhook retry schedule: re-seeding from the log failed, tried again at the next take:', error))
+      .finally(() => void (reseeding = null));
+  };
 
   /** Due lanes, earliest first, with the room the caller grants each; stops once `limit` lanes have room. */
   const grants = async (now: number, limit: number, room: (subscriptionId: string) => number): Promise<string[]> => {
@@ -122,15 +157,26 @@ export const createRedisRetrySchedule = (options: RedisRetryScheduleOptions): Re
   };
 
   return {
-    ready: () => redisReady(client),
+    leaseMs: options.leaseMs,
+    async ready() {
+      await redisReady(client);
+      // A fresh candidate each time: a process re-creating a lost epoch must not re-create the one it remembers.
+      compare(await client.retryEpoch(...keys, lanePrefix, randomId()));
+    },
+    onLost(listener) {
+      reseed = listener;
+    },
     async put(entry) {
       await client.retryPut(...keys, lanePrefix, entry.deliveryId, entry.subscriptionId, String(entry.dueAt));
+    },
+    async offer(entry) {
+      await client.retryOffer(...keys, lanePrefix, entry.deliveryId, entry.subscriptionId, String(entry.dueAt));
     },
     async remove(deliveryId) {
       await client.retryRemove(...keys, lanePrefix, deliveryId);
     },
     async takeDue(now, limit, room) {
-      await client.retryRelease(...keys, lanePrefix, String(now));
+      compare(await client.retryRelease(...keys, lanePrefix, String(now), randomId()));
       const offered = await grants(now, limit, room);
       if (offered.length === 0) return [];
       const flat = (await client.retryClaim(...keys, lanePrefix, String(now), String(now + leaseUs), String(limit), ...offered)) as string[];
@@ -148,6 +194,7 @@ export const createRedisRetrySchedule = (options: RedisRetryScheduleOptions): Re
       return Number(entries?.[1] ?? 0) - Number(claimed?.[1] ?? 0);
     },
     async close() {
+      await reseeding;
       client.disconnect();
     },
   };

@@ -1,11 +1,11 @@
 // In-memory DocumentStore for the embedded mode: rebuilt from the log at every start (checkpoint 0).
 // Each partition keeps its keys in insertion order, which is creation (log) order.
-import type { DocumentProjection, DocumentStore, DocumentStores, ListQuery, Page } from './tickets-store.js';
+import type { DocumentProjection, DocumentStore, DocumentStores, EventRef, ListQuery, Page } from './tickets-store.js';
 
 export const createMemoryDocumentStore = <D>(projection: Pick<DocumentProjection<D>, 'partitionOf'>): DocumentStore<D> => {
   const docs = new Map<string, D>();
   const partitions = new Map<string, Set<string>>();
-  let position = 0;
+  let checkpoint: EventRef | null = null;
 
   const list = (query: ListQuery): Page<D> => {
     const keys = [...(partitions.get(query.partition) ?? [])];
@@ -19,13 +19,13 @@ export const createMemoryDocumentStore = <D>(projection: Pick<DocumentProjection
   };
 
   return {
-    checkpoint: async () => position,
+    checkpoint: async () => checkpoint,
     get: async (key) => docs.get(key),
     // Synchronous: the embedded runner then applies without a promise per event. One process applies
     // in log order, so a position at or below the checkpoint was applied already.
-    apply(at, key, evolve) {
-      if (at <= position) return;
-      position = at;
+    apply(event, key, evolve) {
+      if (event.position <= (checkpoint?.position ?? 0)) return;
+      checkpoint = event;
       if (key === null) return;
       const doc = evolve(docs.get(key));
       if (doc === undefined) return;
@@ -37,6 +37,11 @@ export const createMemoryDocumentStore = <D>(projection: Pick<DocumentProjection
     },
     list: async (query) => list(query),
     dump: async () => new Map(docs),
+    async clear() {
+      docs.clear();
+      partitions.clear();
+      checkpoint = null;
+    },
   };
 };
 

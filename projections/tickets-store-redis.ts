@@ -2,79 +2,102 @@
 // reads and writes. It survives restarts, so a projection resumes from its checkpoint instead of
 // replaying the log. Documents are JSON in one hash; each partition, and each (partition, filter
 // field, value), is a sorted set of keys scored by the log position of the document's first save,
-// i.e. creation order. An apply (document, indexes, checkpoint) and a list (intersect, count, page,
-// fetch) are one Lua script each: atomic, one round trip.
+// i.e. creation order. A list (intersect, count, page, fetch) is one Lua script.
 //
-// Every API server applies the whole log, so an event reaches each document several times. Each
-// document carries the position of the last event applied to it, and an apply is a compare-and-set
-// on it: an event at or below that position is already in the document; one that finds the document
-// at another position than the one it evolved from gets the stored document back and evolves again.
-// A small cache of the documents this process wrote last saves the read in the common case.
+// Applies are queued and written in batches, one Lua script per batch (documents, indexes and
+// checkpoint together, atomically): a round trip per event would hold every write request behind
+// one event loop turn per event. Every API server applies the whole log, so an event reaches each
+// document several times. Each document carries the position of the last event applied to it, and
+// a batch is a compare-and-set on it per document: events at or below that position are already in
+// the document; a document found at another position than the one the batch evolved it from comes
+// back with the stored version, and the batch evolves it again from there (nothing is written until
+// every document of the batch agrees). A cache of the documents this process wrote last saves the
+// reads in the common case.
 //
 // An epoch key marks the data: a Redis that restarted without persistence (or was flushed) has none,
-// and every apply then throws ProjectionReset, so each runner starts again from the checkpoint (0
+// and every apply then throws ProjectionReset, so each runner starts again from the checkpoint (none
 // after a loss: a rebuild from the log). Connection failures throw ProjectionReset too.
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { ProjectionReset } from '../src/app/projection-runner.js';
 import { createRedisClient, redisReady } from '../src/shared/redis.js';
-import type { DocumentProjection, DocumentStore, DocumentStores } from './tickets-store.js';
+import type { DocumentProjection, DocumentStore, DocumentStores, EventRef } from './tickets-store.js';
 
-// KEYS: docs (hash key → JSON), meta (hash key → "order at partition"), checkpoint, scratch, epoch.
-// ARGV[1]: the prefix of partition and index keys. Positions stay strings (Lua's tostring rounds).
+// KEYS: docs (hash key → JSON), meta (hash key → "order at partition"), checkpoint (the position),
+// ref (the checkpoint's EventRef as JSON), scratch, epoch. ARGV[1]: the prefix of partition and
+// index keys. Positions stay strings (Lua's tostring rounds).
 const PRELUDE = `
-local docs, meta, checkpoint, scratch, epoch, prefix = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], ARGV[1]
+local docs, meta, checkpoint, ref, scratch, epoch, prefix = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], ARGV[1]
 local function part(p) return prefix .. 'part:' .. p end
 local function idx(p, field, value) return prefix .. 'idx:' .. p .. ':' .. field .. ':' .. value end
 `;
 
 const SCRIPTS = {
-  // ARGV: prefix, candidate epoch. Returns the epoch (made from the candidate when there was none) and the checkpoint.
+  // ARGV: prefix, candidate epoch. Returns the epoch (made from the candidate when there was none) and the checkpoint's ref.
   documentBind: `
 local current = redis.call('GET', epoch)
 if not current then
   current = ARGV[2]
   redis.call('SET', epoch, current)
-  redis.call('DEL', checkpoint)
+  redis.call('DEL', checkpoint, ref)
 end
-return { current, redis.call('GET', checkpoint) or '0' }`,
+return { current, redis.call('GET', ref) or '' }`,
 
-  // ARGV: prefix, epoch, position, key ('' for none), at (position of the document evolved, '0' when
-  // absent), json ('' when unchanged), partition, filter fields...
-  // Returns {'ok'} | {'reset'} | {'stale', at, json or false}.
+  // ARGV: prefix, epoch, checkpoint position, checkpoint ref JSON, number of filter fields, the
+  // fields, then per document six values: key, from (position of the document the batch evolved,
+  // '0' when absent), to (its last event in the batch), json ('' when unchanged), partition, order
+  // (position of the event that created it, for a new document).
+  // Returns {'reset'} | {'stale', key, at, json or false, ...} (nothing written) | {'ok', 'ok' or 'applied' per document}.
   documentApply: `
 if redis.call('GET', epoch) ~= ARGV[2] then return { 'reset' } end
-local position, key = ARGV[3], ARGV[4]
-if key ~= '' then
-  local order, at, oldPart = position, '0', nil
+local fields, first = {}, 6 + tonumber(ARGV[5])
+for i = 6, first - 1 do fields[#fields + 1] = ARGV[i] end
+local found, stale = {}, {}
+for i = first, #ARGV, 6 do
+  local key = ARGV[i]
   local m = redis.call('HGET', meta, key)
+  local f = { at = '0' }
   if m then
     local a = string.find(m, ' ', 1, true)
     local b = string.find(m, ' ', a + 1, true)
-    order, at, oldPart = string.sub(m, 1, a - 1), string.sub(m, a + 1, b - 1), string.sub(m, b + 1)
+    f.order, f.at, f.part = string.sub(m, 1, a - 1), string.sub(m, a + 1, b - 1), string.sub(m, b + 1)
   end
-  if tonumber(at) >= tonumber(position) then
-    -- Applied already, by this process before a restart or by another one.
-    return { 'applied' }
-  elseif at ~= ARGV[5] then
-    return { 'stale', at, redis.call('HGET', docs, key) }
-  elseif ARGV[6] ~= '' then
-    local json, p = ARGV[6], ARGV[7]
-    local doc = cjson.decode(json)
-    local old = m and cjson.decode(redis.call('HGET', docs, key))
-    for i = 8, #ARGV do
-      local field = ARGV[i]
-      if old and type(old[field]) == 'string' then redis.call('ZREM', idx(oldPart, field, old[field]), key) end
-      if type(doc[field]) == 'string' then redis.call('ZADD', idx(p, field, doc[field]), order, key) end
-    end
-    if oldPart and oldPart ~= p then redis.call('ZREM', part(oldPart), key) end
-    redis.call('ZADD', part(p), order, key)
-    redis.call('HSET', docs, key, json)
-    redis.call('HSET', meta, key, order .. ' ' .. position .. ' ' .. p)
+  found[i] = f
+  if tonumber(f.at) < tonumber(ARGV[i + 2]) and f.at ~= ARGV[i + 1] then
+    stale[#stale + 1] = key
+    stale[#stale + 1] = f.at
+    stale[#stale + 1] = m and redis.call('HGET', docs, key) or false
   end
 end
-if tonumber(position) > tonumber(redis.call('GET', checkpoint) or '0') then redis.call('SET', checkpoint, position) end
-return { 'ok' }`,
+if #stale > 0 then return { 'stale', unpack(stale) } end
+local out = { 'ok' }
+for i = first, #ARGV, 6 do
+  local key, to, json, p, f = ARGV[i], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], found[i]
+  if tonumber(f.at) >= tonumber(to) then
+    -- Applied already, by this process before a restart or by another one.
+    out[#out + 1] = 'applied'
+  else
+    out[#out + 1] = 'ok'
+    if json ~= '' then
+      local order = f.order or ARGV[i + 5]
+      local doc = cjson.decode(json)
+      local old = f.part and cjson.decode(redis.call('HGET', docs, key))
+      for _, field in ipairs(fields) do
+        if old and type(old[field]) == 'string' then redis.call('ZREM', idx(f.part, field, old[field]), key) end
+        if type(doc[field]) == 'string' then redis.call('ZADD', idx(p, field, doc[field]), order, key) end
+      end
+      if f.part and f.part ~= p then redis.call('ZREM', part(f.part), key) end
+      redis.call('ZADD', part(p), order, key)
+      redis.call('HSET', docs, key, json)
+      redis.call('HSET', meta, key, order .. ' ' .. to .. ' ' .. p)
+    end
+  end
+end
+if tonumber(ARGV[3]) > tonumber(redis.call('GET', checkpoint) or '0') then
+  redis.call('SET', checkpoint, ARGV[3])
+  redis.call('SET', ref, ARGV[4])
+end
+return out`,
 
   // ARGV: prefix, partition, newestFirst ('1'/'0'), start, stop, then field, value pairs. Returns total, JSON...
   documentList: `
@@ -102,7 +125,12 @@ return out`,
 
 type Scripted = Redis & { [K in keyof typeof SCRIPTS]: (...args: string[]) => Promise<unknown> };
 
-type ApplyReply = ['ok'] | ['applied'] | ['reset'] | ['stale', string, string | null];
+/** Longer than the request-path default: a batch under load must not time out into a reset. */
+const COMMAND_TIMEOUT_MS = 2_000;
+/** Documents remembered per store with the position they were written at (a few hundred bytes each). */
+const CACHED_DOCUMENTS = 10_000;
+/** Events per script call: long enough to amortize the round trip, short enough not to stall Redis. */
+const BATCH = 500;
 
 interface Known<D> {
   /** Position of the last event applied to the document, '0' when it does not exist. */
@@ -110,11 +138,37 @@ interface Known<D> {
   readonly doc: D | undefined;
 }
 
-/** Longer than the request-path default: an apply under load must not time out into a reset. */
-const COMMAND_TIMEOUT_MS = 2_000;
+interface Queued<D> {
+  readonly event: EventRef;
+  readonly key: string | null;
+  readonly evolve: (doc: D | undefined) => D | undefined;
+  readonly resolve: () => void;
+  readonly reject: (error: unknown) => void;
+}
 
-/** Documents remembered per store with the position they were written at (a few hundred bytes each). */
-const CACHED_DOCUMENTS = 10_000;
+/** One document's part of a batch: its events, and the document they make from `from`. */
+interface Change<D> {
+  readonly key: string;
+  readonly events: Queued<D>[];
+  from: Known<D>;
+  doc: D | undefined;
+  /** Position of the event that created the document in this batch, if one did. */
+  order: number | null;
+}
+
+const refold = <D>(change: Change<D>): void => {
+  let doc = change.from.doc;
+  change.order = null;
+  const from = Number(change.from.at);
+  for (const { event, evolve } of change.events) {
+    if (event.position <= from) continue;
+    const next = evolve(doc);
+    if (next === undefined || next === doc) continue;
+    if (doc === undefined) change.order ??= event.position;
+    doc = next;
+  }
+  change.doc = doc;
+};
 
 export interface RedisDocumentStoreOptions {
   /** A client from src/shared/redis.ts, shared by the process's stores. */
@@ -128,14 +182,16 @@ export const createRedisDocumentStore = <D>(
   options: RedisDocumentStoreOptions,
 ): DocumentStore<D> => {
   const client = options.client as Scripted;
-  for (const [name, lua] of Object.entries(SCRIPTS)) client.defineCommand(name, { numberOfKeys: 5, lua: PRELUDE + lua });
+  for (const [name, lua] of Object.entries(SCRIPTS)) client.defineCommand(name, { numberOfKeys: 6, lua: PRELUDE + lua });
   // One hash tag per projection: its keys share a cluster slot, as its scripts need.
   const tag = `{${options.keyPrefix ?? ''}rm:${projection.name}}`;
-  const keys = [`${tag}:docs`, `${tag}:meta`, `${tag}:checkpoint`, `${tag}:scratch`, `${tag}:epoch`] as const;
+  const keys = [`${tag}:docs`, `${tag}:meta`, `${tag}:checkpoint`, `${tag}:ref`, `${tag}:scratch`, `${tag}:epoch`] as const;
   const prefix = `${tag}:`;
   const cache = new Map<string, Known<D>>();
   /** The epoch this process applies in, bound by checkpoint(); null until then and after a reset. */
   let epoch: string | null = null;
+  let queue: Queued<D>[] = [];
+  let flushing = false;
 
   const remember = (key: string, at: string, doc: D): void => {
     cache.delete(key);
@@ -149,51 +205,97 @@ export const createRedisDocumentStore = <D>(
     return new ProjectionReset(`read model ${projection.name}: ${reason}`, cause === undefined ? undefined : { cause });
   };
 
-  const run = async (...args: string[]): Promise<ApplyReply> => {
+  const bind = async (): Promise<EventRef | null> => {
+    const [bound, json] = (await client.documentBind(...keys, prefix, randomBytes(8).toString('hex'))) as [string, string];
+    epoch = bound;
+    return json === '' ? null : (JSON.parse(json) as EventRef);
+  };
+
+  const run = async (args: string[]): Promise<(string | null)[]> => {
     try {
-      return (await client.documentApply(...keys, prefix, ...args)) as ApplyReply;
+      return (await client.documentApply(...keys, prefix, ...args)) as (string | null)[];
     } catch (error) {
       // The outcome is unknown: start again from the checkpoint, where every apply is idempotent.
       throw reset(`Redis unavailable (${(error as Error).message})`, error);
     }
   };
 
+  /** Writes one batch: retried from the stored versions of its stale documents until it goes through. */
+  const write = async (batch: readonly Queued<D>[]): Promise<void> => {
+    if (epoch === null) throw reset('not bound to the stored data: read the checkpoint first');
+    const changes = new Map<string, Change<D>>();
+    for (const queued of batch) {
+      if (queued.key === null) continue;
+      let change = changes.get(queued.key);
+      if (change === undefined) {
+        change = { key: queued.key, events: [], from: cache.get(queued.key) ?? { at: '0', doc: undefined }, doc: undefined, order: null };
+        changes.set(queued.key, change);
+      }
+      change.events.push(queued);
+    }
+    changes.forEach(refold);
+    const { id, position, stream, revision } = (batch.at(-1) as Queued<D>).event;
+    const head = [epoch, String(position), JSON.stringify({ id, position, stream, revision }), String(projection.filters.length), ...projection.filters];
+    for (;;) {
+      const args = [...head];
+      for (const c of changes.values()) {
+        const changed = c.doc !== undefined && c.doc !== c.from.doc;
+        const to = (c.events.at(-1) as Queued<D>).event.position;
+        args.push(c.key, c.from.at, String(to), changed ? JSON.stringify(c.doc) : '', changed ? projection.partitionOf(c.doc as D) : '', String(c.order ?? to));
+      }
+      const [status, ...rest] = await run(args);
+      if (status === 'reset') throw reset('its data is gone (Redis restarted without persistence, or was flushed): rebuilding from the log');
+      if (status === 'stale') {
+        // Another process moved these documents since: evolve what it stored.
+        for (let i = 0; i < rest.length; i += 3) {
+          const change = changes.get(rest[i] as string) as Change<D>;
+          const json = rest[i + 2] ?? null;
+          change.from = { at: rest[i + 1] as string, doc: json === null ? undefined : (JSON.parse(json) as D) };
+          refold(change);
+        }
+        continue;
+      }
+      [...changes.values()].forEach((c, i) => {
+        if (rest[i] === 'applied') cache.delete(c.key);
+        else if (c.doc !== undefined) remember(c.key, String((c.events.at(-1) as Queued<D>).event.position), c.doc);
+      });
+      return;
+    }
+  };
+
+  const flush = async (): Promise<void> => {
+    flushing = true;
+    while (queue.length > 0) {
+      const batch = queue.slice(0, BATCH);
+      queue = queue.slice(BATCH);
+      try {
+        await write(batch);
+        batch.forEach((queued) => queued.resolve());
+      } catch (error) {
+        // Later events cannot be applied without these: they fail with them, and the runner resumes.
+        const failed = [...batch, ...queue];
+        queue = [];
+        failed.forEach((queued) => queued.reject(error));
+      }
+    }
+    flushing = false;
+  };
+
   return {
     async checkpoint() {
       // A runner (re)starting waits here for Redis rather than failing.
       await redisReady(client);
-      const [bound, at] = (await client.documentBind(...keys, prefix, randomBytes(8).toString('hex'))) as [string, string];
-      epoch = bound;
-      return Number(at);
+      return bind();
     },
     async get(key) {
       const json = await client.hget(keys[0], key);
       return json === null ? undefined : (JSON.parse(json) as D);
     },
-    async apply(position, key, evolve) {
-      if (epoch === null) throw reset('not bound to the stored data: read the checkpoint first');
-      let known: Known<D> = (key === null ? undefined : cache.get(key)) ?? { at: '0', doc: undefined };
-      for (;;) {
-        const doc = key === null ? undefined : evolve(known.doc);
-        const changed = doc !== undefined && doc !== known.doc;
-        const document = key === null || !changed ? [key ?? '', known.at, ''] : [key, known.at, JSON.stringify(doc), projection.partitionOf(doc), ...projection.filters];
-        const reply = await run(epoch, String(position), ...document);
-        if (reply[0] === 'reset') throw reset('its data is gone (Redis restarted without persistence, or was flushed): rebuilding from the log');
-        if (key === null) return;
-        if (reply[0] === 'ok') {
-          if (changed) remember(key, String(position), doc);
-          return;
-        }
-        if (reply[0] === 'applied') {
-          // Another process is ahead on this document: what this one knows of it is behind.
-          cache.delete(key);
-          return;
-        }
-        // Stale: another process moved the document since; evolve what it stored.
-        const [, at, json] = reply;
-        known = { at, doc: json === null ? undefined : (JSON.parse(json) as D) };
-        if (known.doc !== undefined) remember(key, at, known.doc);
-      }
+    apply(event, key, evolve) {
+      return new Promise<void>((resolve, reject) => {
+        queue.push({ event, key, evolve, resolve, reject });
+        if (!flushing) void flush();
+      });
     },
     async list(query) {
       const start = (query.page - 1) * query.pageSize;
@@ -204,6 +306,17 @@ export const createRedisDocumentStore = <D>(
     async dump() {
       const all = await client.hgetall(keys[0]);
       return new Map(Object.entries(all).map(([key, json]) => [key, JSON.parse(json) as D]));
+    },
+    async clear() {
+      // Every key of this store shares its hash tag; the epoch goes too, so other processes reset.
+      for (let cursor = '0'; ; ) {
+        const [next, found] = await client.scan(cursor, 'MATCH', `${tag}*`, 'COUNT', 1000);
+        if (found.length > 0) await client.unlink(...found);
+        cursor = next;
+        if (cursor === '0') break;
+      }
+      cache.clear();
+      await bind();
     },
   };
 };

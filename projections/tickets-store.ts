@@ -4,7 +4,10 @@
 // (tickets-store-redis.ts) is the one store every API server of the distributed mode shares.
 import type { RecordedEvent } from '../src/log/event-log.js';
 
-export type ProjectedEvent = Pick<RecordedEvent, 'type' | 'data' | 'workspaceId' | 'position'>;
+export type ProjectedEvent = Pick<RecordedEvent, 'id' | 'type' | 'data' | 'workspaceId' | 'position' | 'stream' | 'revision'>;
+
+/** An event as a store's checkpoint: where it is in the log, and how to find it there again. */
+export type EventRef = Pick<RecordedEvent, 'id' | 'position' | 'stream' | 'revision'>;
 
 export interface ListQuery {
   /** Lists run within one partition: a workspace's tickets, a ticket's messages. */
@@ -24,18 +27,21 @@ export interface Page<D> {
 }
 
 export interface DocumentStore<D> {
-  /** Position of the last event applied; 0 for an empty store. */
-  checkpoint(): Promise<number>;
+  /** The last event applied, null for an empty store. A runner reads it before it applies (a shared store binds to its data then). */
+  checkpoint(): Promise<EventRef | null>;
   get(key: string): Promise<D | undefined>;
   /**
-   * Applies the event at `position`: the document at `key` (none when null) becomes `evolve` of the
-   * stored one (undefined when absent; an undefined or identical result leaves it as it is), and the
-   * checkpoint moves to `position`. Several processes may apply the same log to one shared store,
-   * each in log order: each event still changes a document once. A store that lost its data, or
-   * cannot be reached, throws ProjectionReset (src/app/projection-runner.ts): the runner starts
-   * again from checkpoint().
+   * Applies `event`: the document at `key` (none when null) becomes `evolve` of the stored one
+   * (undefined when absent; an undefined or identical result leaves it as it is), and the checkpoint
+   * moves to the event. The caller may apply the next events before this call settles: a store
+   * applies them in call order and settles them in that order (the Redis one writes them in batches).
+   * Several processes may apply the same log to one shared store, each in log order: each event still
+   * changes a document once. A store that lost its data, or cannot be reached, throws ProjectionReset
+   * (src/app/projection-runner.ts): the runner starts again from checkpoint().
    */
-  apply(position: number, key: string | null, evolve: (doc: D | undefined) => D | undefined): Promise<void> | void;
+  apply(event: EventRef, key: string | null, evolve: (doc: D | undefined) => D | undefined): Promise<void> | void;
+  /** Drops every document and the checkpoint (the store was built from another log). */
+  clear(): Promise<void>;
   list(query: ListQuery): Promise<Page<D>>;
   /** Every document by key, for rebuild comparisons. */
   dump(): Promise<ReadonlyMap<string, D>>;
@@ -66,7 +72,7 @@ export interface DocumentStores {
 export const applier =
   <D>(projection: DocumentProjection<D>, store: DocumentStore<D>) =>
   (event: ProjectedEvent): Promise<void> | void =>
-    store.apply(event.position, projection.keyOf(event), (doc) => projection.evolve(doc, event));
+    store.apply(event, projection.keyOf(event), (doc) => projection.evolve(doc, event));
 
 /** A JSON field of event data as a string, or null. */
 export const textOf = (value: unknown): string | null => (typeof value === 'string' ? value : null);

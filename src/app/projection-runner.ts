@@ -45,6 +45,8 @@ export interface ProjectionTail {
 
 const CATCH_UP_PAGE = 1000;
 const RESET_RETRY_MS = 1000;
+/** Applies a member may have pending before the log reader waits for it. */
+const MAX_IN_FLIGHT = 2000;
 
 interface Waiter {
   readonly position: number;
@@ -86,6 +88,12 @@ interface Member {
   run: number;
   /** Set while a reset is being recovered from: one warning per outage. */
   resetting: boolean;
+  /** Asynchronous applies not settled yet (a store writing in batches takes the next ones meanwhile). */
+  inFlight: number;
+  /** Position of the last event handed to this member, applied or not. */
+  handed: number;
+  /** The newest apply in flight, settled (never rejected) when it is done. */
+  last: Promise<void> | null;
 }
 
 export const createProjectionTail = (log: EventLog): ProjectionTail => {
@@ -128,32 +136,43 @@ export const createProjectionTail = (log: EventLog): ProjectionTail => {
     void resume(member).catch((e: unknown) => fail(member, e));
   };
 
-  /** Applies one event to one member; a promise only when its apply is asynchronous. */
+  /**
+   * Hands one event to one member. An asynchronous apply is not waited for: the store settles its
+   * applies in order, and progress moves as they settle, never past one still in flight. A promise
+   * comes back only when MAX_IN_FLIGHT applies are pending (back-pressure on the log reader).
+   */
   const feed = (member: Member, event: RecordedEvent): Promise<void> | undefined => {
-    if (!member.types.has(event.type)) {
-      member.progress.advance(event.position);
-      return undefined;
-    }
-    let applied: Promise<void> | void;
-    const run = member.run;
-    try {
-      applied = member.spec.apply(event);
-    } catch (error) {
-      failed(member, error);
-      return undefined;
+    member.handed = event.position;
+    let applied: Promise<void> | void = undefined;
+    if (member.types.has(event.type)) {
+      try {
+        applied = member.spec.apply(event);
+      } catch (error) {
+        failed(member, error);
+        return undefined;
+      }
     }
     if (applied === undefined) {
-      member.progress.advance(event.position);
+      if (member.inFlight === 0) member.progress.advance(event.position);
       return undefined;
     }
-    return applied.then(
+    const run = member.run;
+    member.inFlight += 1;
+    const settled = applied.then(
       () => {
+        member.inFlight -= 1;
         if (member.run !== run) return;
         member.resetting = false;
-        member.progress.advance(event.position);
+        // The last one in flight also covers the events handed over after it without an apply.
+        member.progress.advance(member.inFlight === 0 ? member.handed : event.position);
       },
-      (error: unknown) => failed(member, error),
+      (error: unknown) => {
+        member.inFlight -= 1;
+        if (member.run === run) failed(member, error);
+      },
     );
+    member.last = settled;
+    return member.inFlight >= MAX_IN_FLIGHT ? settled : undefined;
   };
 
   const deliver = (event: RecordedEvent): Promise<void> | undefined => {
@@ -164,7 +183,7 @@ export const createProjectionTail = (log: EventLog): ProjectionTail => {
       const applying = feed(member, event);
       if (applying !== undefined) (pending ??= []).push(applying);
     }
-    // Members apply concurrently; the next event waits for all of them (each keeps log order).
+    // Members apply concurrently; the next event waits only for members at their in-flight limit.
     return pending === undefined ? undefined : Promise.all(pending).then(() => undefined);
   };
 
@@ -190,12 +209,14 @@ export const createProjectionTail = (log: EventLog): ProjectionTail => {
         if (!members.has(member) || member.run !== run) return;
         await feed(member, event);
       }
+      // The page's applies settle before progress is read again.
+      await member.last;
     }
   };
 
   return {
     runner(spec) {
-      const member: Member = { spec, types: new Set(spec.types), progress: progress(), live: false, run: 0, resetting: false };
+      const member: Member = { spec, types: new Set(spec.types), progress: progress(), live: false, run: 0, resetting: false, inFlight: 0, handed: 0, last: null };
       return {
         name: spec.name,
         position: () => member.progress.applied(),

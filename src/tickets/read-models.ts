@@ -6,7 +6,7 @@ import { createProjectionRunner, type ProjectionRunner } from '../app/projection
 import type { Core } from '../app/core.js';
 import { domainError } from '../domain/errors.js';
 import { business } from '../http/api-error.js';
-import type { RecordedEvent } from '../log/event-log.js';
+import type { EventLog, RecordedEvent } from '../log/event-log.js';
 import { TICKET_PROJECTIONS } from '../../projections/registry.js';
 import { applier, type DocumentProjection, type DocumentStore } from '../../projections/tickets-store.js';
 
@@ -30,9 +30,28 @@ const guarded = <D>(store: DocumentStore<D>, available: () => boolean): Document
   return { ...store, get: read(store.get), list: read(store.list) };
 };
 
+/**
+ * Where the store stands in this log. A shared store outlives the log it was built from (a Redis kept
+ * while the log was reset): its checkpoint event must be in this log, else it is cleared and rebuilt.
+ */
+const checkpointIn = async <D>(log: EventLog, store: DocumentStore<D>, name: string): Promise<number> => {
+  const at = await store.checkpoint();
+  if (at === null) return 0;
+  const [event] = await log.readStream(at.stream, at.revision);
+  if (event?.id === at.id && event.position === at.position) return at.position;
+  console.warn(`read model ${name}: its store was built from another log (event ${at.id} at ${at.position} is not in this one): rebuilding it`);
+  await store.clear();
+  return 0;
+};
+
 const runnerOf = <D>(core: Core, projection: DocumentProjection<D>): { store: DocumentStore<D>; runner: ProjectionRunner } => {
   const store = core.documents.open(projection);
-  const runner = createProjectionRunner(core.log, { name: projection.name, types: projection.types, checkpoint: () => store.checkpoint(), apply: applier(projection, store) });
+  const runner = createProjectionRunner(core.log, {
+    name: projection.name,
+    types: projection.types,
+    checkpoint: () => checkpointIn(core.log, store, projection.name),
+    apply: applier(projection, store),
+  });
   return { store: guarded(store, core.documents.available), runner };
 };
 

@@ -121,4 +121,51 @@ describe('projection runners on one log tail (int)', () => {
       await runner.stop();
     }
   });
+
+  it('pipelines asynchronous applies, and moves progress only past applies that have settled', async () => {
+    // A store that settles its applies in order, a batch at a time, a few milliseconds later.
+    let queued: { position: number; resolve: () => void }[] = [];
+    const settled: number[] = [];
+    const timer = setInterval(() => {
+      const batch = queued;
+      queued = [];
+      for (const q of batch) {
+        settled.push(q.position);
+        q.resolve();
+      }
+    }, 3);
+    let mostInFlight = 0;
+    const runner = createProjectionRunner(log, {
+      name: 'pipelined',
+      types: ['a'],
+      checkpoint: () => 0,
+      apply: (e) =>
+        new Promise<void>((resolve) => {
+          queued.push({ position: e.position, resolve });
+          mostInFlight = Math.max(mostInFlight, queued.length);
+        }),
+    });
+    try {
+      await runner.start();
+      // Types a and b interleaved: progress may pass a `b` only once the `a` before it has settled.
+      const writes: Promise<number>[] = [];
+      for (let i = 0; i < 60; i++) writes.push(appendMany(log, 1, i % 3 === 0 ? 'b' : 'a'));
+      const positions = await Promise.all(writes);
+      const checks = positions.map(async (position) => {
+        await runner.waitFor(position);
+        const settledThen = settled.slice();
+        const all = await log.readAll({ after: 0 });
+        const due = all.filter((e) => e.type === 'a' && e.position <= position).map((e) => e.position);
+        expect(settledThen.slice(0, due.length), `settled when waitFor(${position}) resolved`).to.deep.equal(due);
+      });
+      await Promise.all(checks);
+      const head = Math.max(...positions);
+      await runner.waitFor(head);
+      expect(runner.position()).to.equal(head);
+      expect(mostInFlight, 'applies were handed over before earlier ones settled').to.be.greaterThan(1);
+    } finally {
+      clearInterval(timer);
+      await runner.stop();
+    }
+  });
 });

@@ -1,7 +1,7 @@
 // Port reads over $all: readAll pages, the head position, and the per-event filter shared with
 // subscribe. $all also holds system events, the adapter's feed index, other namespaces and, until a
 // scavenge, the events of soft-deleted streams; all of those are left out here.
-import { BACKWARDS, END, FORWARDS } from '@eventstore/db-client';
+import { BACKWARDS, END, FORWARDS, START } from '@eventstore/db-client';
 import type { AllStreamResolvedEvent, EventStoreDBClient, Position } from '@eventstore/db-client';
 import type { ReadAllOptions, RecordedEvent } from './event-log.js';
 import { decodeEvent, readPosition, toRecord } from './eventstoredb-codec.js';
@@ -34,7 +34,8 @@ export const liveRecord = async (bases: BaseCache, { event, stream }: Candidate)
   return base === null || event.esdbRevision < base ? null : toRecord(event, stream, base, null);
 };
 
-const after = (a: Position, b: Position): boolean => a.commit > b.commit || (a.commit === b.commit && a.prepare > b.prepare);
+/** Whether $all position a comes after b. */
+export const isAfter = (a: Position, b: Position): boolean => a.commit > b.commit || (a.commit === b.commit && a.prepare > b.prepare);
 
 const readPage = async (client: EventStoreDBClient, from: Position | 'start' | 'end', direction: typeof FORWARDS | typeof BACKWARDS): Promise<AllStreamResolvedEvent[]> => {
   const page: AllStreamResolvedEvent[] = [];
@@ -53,7 +54,7 @@ export const readAllAfter = async (client: EventStoreDBClient, naming: Naming, b
   let cursor: Position = start === 'start' ? { commit: -1n, prepare: -1n } : start;
   while (records.length < limit) {
     const page = (await readPage(client, cursor.commit < 0n ? 'start' : cursor, FORWARDS)).filter(
-      (resolved) => resolved.event !== undefined && after(resolved.event.position, cursor),
+      (resolved) => resolved.event !== undefined && isAfter(resolved.event.position, cursor),
     );
     const last = page.at(-1)?.event;
     if (last === undefined) break;
@@ -63,6 +64,12 @@ export const readAllAfter = async (client: EventStoreDBClient, naming: Naming, b
     records.push(...live.filter((record): record is RecordedEvent => record !== null));
   }
   return records.slice(0, limit);
+};
+
+/** Where $all ends now: the position of its last event (START when it is empty). */
+export const endOfAll = async (client: EventStoreDBClient): Promise<Position | typeof START> => {
+  const [last] = await client.readAll({ direction: BACKWARDS, fromPosition: END, maxCount: 1 }).toArray();
+  return last?.event?.position ?? START;
 };
 
 /** The position of the last event that `accept` takes, scanning back from the end; 0 when none. */

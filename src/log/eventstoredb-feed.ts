@@ -12,11 +12,12 @@
 import { BACKWARDS, END, jsonEvent, streamNameFilter } from '@eventstore/db-client';
 import type { EventData, EventStoreDBClient, ResolvedEvent } from '@eventstore/db-client';
 import type { FeedQuery, LogSubscription, RecordedEvent } from './event-log.js';
+import { endOfAll } from './eventstoredb-all.js';
 import { decodeEvent, toRecord } from './eventstoredb-codec.js';
 import type { Naming } from './eventstoredb-codec.js';
 import { baseCache, readStreamOrEmpty } from './eventstoredb-reads.js';
 import type { BaseCache } from './eventstoredb-reads.js';
-import { consumeAll } from './eventstoredb-subscription.js';
+import { consumerCall, followAll } from './eventstoredb-subscription.js';
 
 export const FEED_EVENT_TYPE = 'feed.indexed';
 
@@ -128,24 +129,24 @@ export const readFeedFrom = async (client: EventStoreDBClient, naming: Naming, q
  * workspace and offset: the entry is written after its event, so readFeed finds the event (unless its
  * stream was deleted since). Per workspace the entries come in revision, hence offset, order.
  *
- * $all from the end, filtered on the server by the feed streams' prefix: only index entries travel
- * (the prefix also matches the sequencer's checkpoint stream, whose events are no entries), and the
- * server fixes the start before it confirms, so every entry written after the confirmation arrives.
- * A filtered subscription also receives checkpoints (positions scanned so far); the client hands them
- * only to a filter's checkpointReached callback, and none is set: a watch never resumes, it starts
- * at the end again.
+ * $all filtered on the server by the feed streams' prefix: only index entries travel (the prefix also
+ * matches the sequencer's checkpoint stream, whose events are no entries). It starts after the last
+ * event of $all read before the promise resolves, and after a lost connection it resumes after the
+ * last entry it handled, or from that same start when it handled none yet: no entry is missed across
+ * an outage (one missed would only delay a poll to its timeout). A filtered subscription also
+ * receives checkpoints (positions scanned so far); the client hands them only to a filter's
+ * checkpointReached callback, and none is set: a resumption scans again from the last entry.
  */
 export const watchFeedIndex = async (
   client: EventStoreDBClient,
   naming: Naming,
   handler: (workspaceId: string, offset: number) => Promise<void> | void,
+  onError: (error: unknown) => void,
 ): Promise<LogSubscription> => {
   const filter = streamNameFilter({ prefixes: [naming.feedPrefix] });
-  const subscription = consumeAll(client, { fromPosition: END, filter }, async (resolved) => {
+  return followAll(client, { from: await endOfAll(client), filter }, async (resolved) => {
     const workspaceId = naming.feedWorkspace(resolved.event?.streamId ?? '');
     const entry = workspaceId === null ? null : decodeFeedEntry(resolved);
-    if (workspaceId !== null && entry !== null) await handler(workspaceId, entry.offset);
-  });
-  await subscription.confirmed();
-  return subscription;
+    if (workspaceId !== null && entry !== null) await consumerCall(() => handler(workspaceId, entry.offset));
+  }, onError);
 };

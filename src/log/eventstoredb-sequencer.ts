@@ -7,21 +7,21 @@
 // mistake cannot interleave entries: the loser re-reads the index tail and skips events the winner
 // already indexed (entries carry the position of their event, and both work in log order).
 // Restart: the subscription resumes from a checkpoint written every CHECKPOINT_EVERY events and at
-// stop; events between the checkpoint and the crash are seen again and skipped the same way.
+// stop; events between the checkpoint and the crash are seen again and skipped the same way. A lost
+// connection is no restart: followAll resubscribes after the last event indexed.
 import { BACKWARDS, END, NO_STREAM, START, WrongExpectedVersionError, excludeSystemEvents, jsonEvent, streamNameFilter } from '@eventstore/db-client';
 import type { AllStreamResolvedEvent, AppendExpectedRevision, EventStoreDBClient, Position } from '@eventstore/db-client';
 import { isPublicEventType } from '../domain/event-types.js';
 import type { MicrosClock } from './clock.js';
-import type { LogSubscription } from './event-log.js';
 import { decodeEvent, positionNumber } from './eventstoredb-codec.js';
 import type { Naming, StoredEvent } from './eventstoredb-codec.js';
 import { encodeFeedEntry, lastEntry } from './eventstoredb-feed.js';
 import { readStreamOrEmpty } from './eventstoredb-reads.js';
-import { consumeAll } from './eventstoredb-subscription.js';
+import { followAll } from './eventstoredb-subscription.js';
+import type { StartPosition } from './eventstoredb-subscription.js';
 
 const CHECKPOINT_EVERY = 1000;
 const CHECKPOINT_TYPE = 'feed.checkpoint';
-const RETRY_DELAY_MS = 1000;
 
 export interface SequencerOptions {
   readonly client: EventStoreDBClient;
@@ -29,7 +29,7 @@ export interface SequencerOptions {
   /** Only streams with this prefix are the log's ('' for all). */
   readonly namespace: string;
   readonly clock: MicrosClock;
-  /** Told about failures the sequencer recovers from by resubscribing. */
+  /** Told about failures the sequencer recovers from by resubscribing (once per outage). */
   readonly onError: (error: unknown) => void;
 }
 
@@ -61,7 +61,6 @@ export const startSequencer = ({ client, naming, namespace, clock, onError }: Se
   let checkpointed: Position | null = null;
   let sinceCheckpoint = 0;
   let stopped = false;
-  let subscription: LogSubscription | null = null;
 
   const tailOf = async (workspaceId: string): Promise<Tail> => {
     const known = tails.get(workspaceId);
@@ -124,28 +123,15 @@ export const startSequencer = ({ client, naming, namespace, clock, onError }: Se
 
   const filter = namespace === '' ? excludeSystemEvents() : streamNameFilter({ prefixes: [namespace] });
 
-  const run = async (): Promise<void> => {
-    let resumed = false;
-    while (!stopped) {
-      try {
-        if (!resumed) {
-          processed = checkpointed = await readCheckpoint(client, naming.checkpointStream);
-          // The checkpoint stream only needs its last event.
-          await client.setStreamMetadata(naming.checkpointStream, { maxCount: 10 });
-          resumed = true;
-        }
-        if (stopped) return;
-        subscription = consumeAll(client, { fromPosition: processed ?? START, filter }, handle);
-        await subscription.done;
-      } catch (error) {
-        if (stopped) return;
-        onError(error);
-        tails.clear();
-        await new Promise((resolve) => setTimeout(resolve, RETRY_DELAY_MS));
-      }
-    }
+  // Read once, before the first subscription; a resubscription goes on from the last event handled.
+  const fromCheckpoint = async (): Promise<StartPosition> => {
+    processed = checkpointed = await readCheckpoint(client, naming.checkpointStream);
+    // The checkpoint stream only needs its last event.
+    await client.setStreamMetadata(naming.checkpointStream, { maxCount: 10 });
+    return processed ?? START;
   };
-  const running = run();
+  // Another sequencer may have indexed meanwhile, and a failed append may have been written.
+  const following = followAll(client, { from: fromCheckpoint, filter, onResubscribe: () => tails.clear() }, handle, onError);
 
   return {
     indexedUpTo: (commit, timeoutMs) => {
@@ -165,8 +151,7 @@ export const startSequencer = ({ client, naming, namespace, clock, onError }: Se
     },
     stop: async () => {
       stopped = true;
-      await subscription?.stop();
-      await running;
+      await following.stop();
       for (const waiter of waiters) waiter.resolve();
       await writeCheckpoint().catch(onError);
     },

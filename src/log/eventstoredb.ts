@@ -24,9 +24,12 @@
 //   than their stream's first live event (one stream read per distinct stream and call, cached for a
 //   subscription until it sees the stream's metadata change), readFeed drops entries whose event is
 //   gone from its stream.
+// - Subscriptions (subscribe, watchFeed, the sequencer) survive a lost connection or a server restart:
+//   they resubscribe after the last event they handled (eventstoredb-subscription.ts). Their `done`
+//   settles only on stop() or a failure of the consumer's handler, as on SQLite.
 // - Reading $all needs a user allowed to (admin, or the connection string's default credentials).
 import { EventStoreDBClient, FORWARDS, START, streamNameFilter } from '@eventstore/db-client';
-import type { SubscribeToAllOptions } from '@eventstore/db-client';
+import type { AllStreamResolvedEvent, SubscribeToAllOptions } from '@eventstore/db-client';
 import { systemMicros } from './clock.js';
 import type { MicrosClock } from './clock.js';
 import { LogUnavailable } from './event-log.js';
@@ -40,7 +43,7 @@ import { isEventId } from './eventstoredb-ids.js';
 import { baseCache, liveBase, readStreamOrEmpty } from './eventstoredb-reads.js';
 import { startSequencer } from './eventstoredb-sequencer.js';
 import type { Sequencer } from './eventstoredb-sequencer.js';
-import { consumeAll } from './eventstoredb-subscription.js';
+import { consumerCall, followAll } from './eventstoredb-subscription.js';
 
 export interface EventStoreDbLogOptions {
   /** e.g. `esdb://admin:changeit@localhost:2113?tls=false`. */
@@ -56,7 +59,10 @@ export interface EventStoreDbLogOptions {
    * call time are indexed (read-your-writes for the feed). Other processes read what is indexed.
    */
   readonly feedWaitMs?: number;
-  /** Told about failures the sequencer recovers from; defaults to console.error. */
+  /**
+   * Told about failures the sequencer and the subscriptions (subscribe, watchFeed) recover from by
+   * resubscribing, once per outage each; defaults to console.error.
+   */
   readonly onError?: (error: unknown) => void;
 }
 
@@ -77,6 +83,10 @@ export const openEventStoreDbLog = async (options: EventStoreDbLogOptions): Prom
   const namespace = options.namespace ?? '';
   const names = namingFor(namespace);
   const client = connect(options.connectionString);
+  const reportAs =
+    (what: string) =>
+    (error: unknown): void =>
+      options.onError === undefined ? console.error(`eventstoredb ${what}:`, error) : options.onError(error);
   try {
     // Fails now, not at the first request, when the server is unreachable or $all is not readable.
     await client.readAll({ direction: FORWARDS, fromPosition: START, maxCount: 1 }).toArray();
@@ -91,7 +101,7 @@ export const openEventStoreDbLog = async (options: EventStoreDbLogOptions): Prom
         naming: names,
         namespace,
         clock: options.clock ?? systemMicros,
-        onError: options.onError ?? ((error) => console.error('eventstoredb sequencer:', error)),
+        onError: reportAs('sequencer'),
       })
     : null;
 
@@ -101,6 +111,14 @@ export const openEventStoreDbLog = async (options: EventStoreDbLogOptions): Prom
       const candidate = candidateOf(names, {}, resolved);
       return candidate === null ? null : toRecord(candidate.event, candidate.stream, 0n, null);
     });
+
+  const subscriptions = new Set<LogSubscription>();
+  const tracked = (subscription: LogSubscription): LogSubscription => {
+    subscriptions.add(subscription);
+    const forget = (): void => void subscriptions.delete(subscription);
+    void subscription.done.then(forget, forget);
+    return subscription;
+  };
 
   // Only this namespace's streams and their metadata streams (deletions) reach the subscriber.
   const subscriptionFilter = (): Pick<SubscribeToAllOptions, 'filter'> =>
@@ -128,11 +146,17 @@ export const openEventStoreDbLog = async (options: EventStoreDbLogOptions): Prom
     readAll: (readOptions: ReadAllOptions) => readAllAfter(client, names, baseCache(client), readOptions),
 
     subscribe: (subscribeOptions, handler): LogSubscription => {
-      const bases = baseCache(client);
+      let bases = baseCache(client);
       const filter: AllFilter = subscribeOptions;
-      return consumeAll(client, { fromPosition: readPosition(subscribeOptions.after), ...subscriptionFilter() }, async (resolved) => {
+      const from = readPosition(subscribeOptions.after);
+      // Deletions made while it was down reach it again as metadata events after the resume position;
+      // starting a resubscription with no cached base does not rely on that.
+      const onResubscribe = (): void => {
+        bases = baseCache(client);
+      };
+      const handle = async (resolved: AllStreamResolvedEvent): Promise<void> => {
         const event = resolved.event;
-        if (event === undefined || event.position.commit <= BigInt(subscribeOptions.after)) return;
+        if (event === undefined) return;
         if (event.streamId.startsWith('$$')) {
           // Metadata changed (a soft delete, or a write after one): look the stream's base up again.
           bases.forget(event.streamId.slice(2));
@@ -140,8 +164,9 @@ export const openEventStoreDbLog = async (options: EventStoreDbLogOptions): Prom
         }
         const candidate = candidateOf(names, filter, resolved);
         const record = candidate === null ? null : await liveRecord(bases, candidate);
-        if (record !== null) await handler(record);
-      });
+        if (record !== null) await consumerCall(() => handler(record));
+      };
+      return tracked(followAll(client, { from, ...subscriptionFilter(), onResubscribe }, handle, reportAs('subscription')));
     },
 
     deleteStream: async (stream) => {
@@ -155,7 +180,7 @@ export const openEventStoreDbLog = async (options: EventStoreDbLogOptions): Prom
       return readFeedFrom(client, names, query);
     },
 
-    watchFeed: (handler) => watchFeedIndex(client, names, handler),
+    watchFeed: async (handler) => tracked(await watchFeedIndex(client, names, handler, reportAs('feed watch'))),
 
     headPosition: () => {
       const bases = baseCache(client);
@@ -166,6 +191,8 @@ export const openEventStoreDbLog = async (options: EventStoreDbLogOptions): Prom
     },
 
     close: async () => {
+      // Before dispose(), which would end their calls: they would resubscribe.
+      await Promise.all([...subscriptions].map((subscription) => subscription.stop()));
       await sequencer?.stop();
       await client.dispose();
     },

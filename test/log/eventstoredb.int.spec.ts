@@ -3,6 +3,9 @@
 // Without it every test here is reported pending. A server keeps its data between runs, so each run
 // uses a namespace (stream prefix) of its own.
 import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { createServer, connect as connectTcp } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { expect } from 'chai';
 import type { MicrosClock } from '../../src/log/clock.js';
 import type { EventLog, NewEvent, RecordedEvent } from '../../src/log/event-log.js';
@@ -19,7 +22,42 @@ const SPECIFIC = [
   'two sequencers at once index every event exactly once',
   'a deleted stream written again starts at revision 0 and its old events stay gone from $all',
   'a process without the sequencer appends, and sees the feed once the sequencer has indexed',
+  'subscribe, watchFeed and the sequencer resume after a lost connection, missing and repeating nothing',
 ];
+
+/**
+ * A TCP relay to the server whose connections the test cuts: the client sees what a network fault
+ * or a server restart shows it (its gRPC calls fail with UNAVAILABLE), and the server stays up for
+ * the reconnection. Needs a single-node, insecure URL (tls=false): the relay rewrites the host.
+ */
+const relayTo = async (serverUrl: string): Promise<{ readonly url: string; cut(): void; close(): Promise<void> } | null> => {
+  const parsed = URL.canParse(serverUrl) ? new URL(serverUrl) : null;
+  if (parsed === null || parsed.protocol !== 'esdb:' || parsed.searchParams.get('tls') !== 'false') return null;
+  const sockets = new Set<Socket>();
+  const keep = (socket: Socket): Socket => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket)).on('error', () => undefined);
+    return socket;
+  };
+  const server = createServer((inbound) => {
+    const outbound = keep(connectTcp(Number(parsed.port || 2113), parsed.hostname));
+    keep(inbound).pipe(outbound).pipe(inbound);
+  }).listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const relayed = new URL(serverUrl);
+  relayed.host = `127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const cut = (): void => sockets.forEach((socket) => socket.destroy());
+  return {
+    url: relayed.toString(),
+    cut,
+    close: async () => {
+      const closed = once(server, 'close');
+      server.close();
+      cut();
+      await closed;
+    },
+  };
+};
 
 if (url === undefined) {
   describe('EventStoreDB event log (set EVENTSTORE_URL to run)', () => {
@@ -46,6 +84,12 @@ if (url === undefined) {
       if (items.length >= count || Date.now() > deadline) return items;
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
+  };
+
+  /** Polls until `done` holds or 20 s pass (the expectations that follow then fail). */
+  const eventually = async (done: () => boolean): Promise<void> => {
+    const deadline = Date.now() + 20_000;
+    while (!done() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
   };
 
   const expectStrictlyIncreasing = (values: readonly number[]): void =>
@@ -124,6 +168,55 @@ if (url === undefined) {
       const seen = await waitForFeed(writer, ws, 2);
       expect(seen.map((r) => r.id)).to.deep.equal(records.map((r) => r.id));
       expect(seen.every((r) => typeof r.offset === 'number')).to.equal(true);
+    });
+
+    it(SPECIFIC[4] as string, async function () {
+      this.timeout(60_000);
+      const relay = await relayTo(url);
+      if (relay === null) this.skip();
+      const errors: unknown[] = [];
+      // Everything of this log goes through the relay; the writer does not, so it writes while the
+      // other is cut off.
+      const log = await open({ connectionString: relay.url, sequencer: true, onError: (error) => errors.push(error) }).catch(async (error: unknown) => {
+        await relay.close();
+        throw error;
+      });
+      try {
+        const ws = unique('ws');
+        const writer = await track(open());
+        const received: RecordedEvent[] = [];
+        const subscription = log.subscribe({ after: await writer.headPosition(), workspaceId: ws }, (record) => {
+          received.push(record);
+        });
+        const announced: number[] = [];
+        const watch = await log.watchFeed((workspaceId, offset) => {
+          if (workspaceId === ws) announced.push(offset);
+        });
+        let settled = false;
+        void Promise.allSettled([subscription.done, watch.done]).then(() => (settled = true));
+
+        const before = await writer.append(unique('ticket'), newEvents(ws, 3, 'ticket.created'), 'no_stream');
+        await eventually(() => received.length >= 3 && announced.length >= 3);
+        expect(announced).to.have.length(3);
+        relay.cut();
+        const during = await writer.append(unique('ticket'), newEvents(ws, 3, 'ticket.created'), 'no_stream');
+        await eventually(() => received.length >= 6 && announced.length >= 6);
+
+        expect(errors).to.not.be.empty;
+        expect(settled).to.equal(false);
+        const appended = [...before.records, ...during.records];
+        expect(received.map((r) => r.id)).to.deep.equal(appended.map((r) => r.id));
+        const feed = await waitForFeed(writer, ws, appended.length);
+        expect(feed.map((r) => r.id)).to.deep.equal(appended.map((r) => r.id));
+        expect(announced).to.deep.equal(feed.map((r) => r.offset));
+        await subscription.stop();
+        await watch.stop();
+        await subscription.done;
+        await watch.done;
+      } finally {
+        await log.close();
+        await relay.close();
+      }
     });
   });
 }

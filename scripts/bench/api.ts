@@ -1,6 +1,7 @@
-// API benchmark: the real service (embedded default: SQLite log, in-process everything) on a temp
-// folder, loaded by autocannon at 64 connections in a worker thread: POST /api/v1/tickets, then
-// GET /api/v1/tickets/{id}, then a bare koa handler on the same machine as the ceiling.
+// API benchmark: the real service on a temp folder, loaded by autocannon at 64 connections in a
+// worker thread: POST /api/v1/tickets, then GET /api/v1/tickets/{id}, first embedded (SQLite log,
+// in-process everything), then as an API server of the distributed mode (ROLE=api: read models in a
+// Redis the bench starts), then a bare koa handler on the same machine as the ceiling.
 // `npm run bench -- api [--long]`: about 10 s per phase (30 s with --long). The machine's 1-minute
 // load average is printed before and after: figures from a loaded machine are not comparable.
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -11,9 +12,12 @@ import autocannon from 'autocannon';
 import Koa from 'koa';
 import { loadConfig } from '../../src/config/config.js';
 import { startService } from '../../src/service.js';
+import { engine as engines } from './engines.js';
 
 const CONNECTIONS = 64;
 const ADMIN = 'bench-admin';
+const REDIS_PORT = 6394;
+const engine = engines({ redis: REDIS_PORT, kafka: 0 });
 
 interface Phase {
   readonly rps: number;
@@ -24,7 +28,7 @@ interface Phase {
 const load = async (label: string, options: autocannon.Options): Promise<Phase> => {
   const result = await autocannon({ connections: CONNECTIONS, workers: 1, ...options });
   const phase = { rps: Math.round(result.requests.average), p99: result.latency.p99, errors: result.non2xx + result.errors + result.timeouts };
-  console.log(`${label.padEnd(28)} ${String(phase.rps).padStart(7)} req/s   p99 ${String(phase.p99).padStart(4)} ms   non-2xx/errors ${phase.errors}`);
+  console.log(`${label.padEnd(36)} ${String(phase.rps).padStart(7)} req/s   p99 ${String(phase.p99).padStart(4)} ms   non-2xx/errors ${phase.errors}`);
   return phase;
 };
 
@@ -44,8 +48,8 @@ const ceiling = async (duration: number): Promise<Phase> => {
   }
 };
 
-export async function run(opts: { long: boolean }): Promise<Record<string, number | string>> {
-  const duration = opts.long ? 30 : 10;
+/** POST then GET against one started service; the GET reads the first ticket. */
+const measure = async (label: string, env: Record<string, string>, duration: number): Promise<{ post: Phase; get: Phase }> => {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'bench-api-'));
   const service = await startService(
     loadConfig({
@@ -57,6 +61,7 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
       RATE_LIMIT_PER_IP: '1000000000',
       // The monthly ticket quota would stop a long run.
       PLANS: 'free:100:false,team:5000:true,business:100000000:true',
+      ...env,
     }),
   );
   try {
@@ -70,26 +75,44 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
     const first = await post('/api/v1/tickets', apiKey, ticketBody);
     if (first.status !== 201) throw new Error(`ticket creation failed: ${first.status} ${JSON.stringify(first.body)}`);
     const headers = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' };
-
-    const loadBefore = loadavg()[0] ?? 0;
-    console.log(`api bench: ${CONNECTIONS} connections, ${duration} s per phase, load average ${loadBefore.toFixed(2)}`);
-    const created = await load('POST /api/v1/tickets', { url: `${service.url}/api/v1/tickets`, method: 'POST', headers, body: JSON.stringify(ticketBody), duration });
-    const read = await load('GET /api/v1/tickets/{id}', { url: `${service.url}/api/v1/tickets/${first.body['id']}`, headers, duration });
-    const bare = await ceiling(duration);
-    const loadAfter = loadavg()[0] ?? 0;
-    console.log(`load average after: ${loadAfter.toFixed(2)}`);
     return {
-      bench: 'api',
-      post_rps: created.rps,
-      post_p99_ms: created.p99,
-      get_rps: read.rps,
-      get_p99_ms: read.p99,
-      ceiling_rps: bare.rps,
-      load_before: Number(loadBefore.toFixed(2)),
-      load_after: Number(loadAfter.toFixed(2)),
+      post: await load(`POST /api/v1/tickets${label}`, { url: `${service.url}/api/v1/tickets`, method: 'POST', headers, body: JSON.stringify(ticketBody), duration }),
+      get: await load(`GET /api/v1/tickets/{id}${label}`, { url: `${service.url}/api/v1/tickets/${first.body['id']}`, headers, duration }),
     };
   } finally {
     await service.close();
     rmSync(dataDir, { recursive: true, force: true });
   }
+};
+
+export async function run(opts: { long: boolean }): Promise<Record<string, number | string>> {
+  const duration = opts.long ? 30 : 10;
+  const loadBefore = loadavg()[0] ?? 0;
+  console.log(`api bench: ${CONNECTIONS} connections, ${duration} s per phase, load average ${loadBefore.toFixed(2)}`);
+  const embedded = await measure('', {}, duration);
+  // An API server of the distributed mode: read models in Redis (the log is SQLite in shared mode here).
+  await engine('redis', 'start');
+  let distributed: { post: Phase; get: Phase };
+  try {
+    distributed = await measure(' (ROLE=api)', { ROLE: 'api', REDIS_URL: `redis://127.0.0.1:${REDIS_PORT}` }, duration);
+  } finally {
+    await engine('redis', 'stop');
+  }
+  const bare = await ceiling(duration);
+  const loadAfter = loadavg()[0] ?? 0;
+  console.log(`load average after: ${loadAfter.toFixed(2)}`);
+  return {
+    bench: 'api',
+    post_rps: embedded.post.rps,
+    post_p99_ms: embedded.post.p99,
+    get_rps: embedded.get.rps,
+    get_p99_ms: embedded.get.p99,
+    api_role_post_rps: distributed.post.rps,
+    api_role_post_p99_ms: distributed.post.p99,
+    api_role_get_rps: distributed.get.rps,
+    api_role_get_p99_ms: distributed.get.p99,
+    ceiling_rps: bare.rps,
+    load_before: Number(loadBefore.toFixed(2)),
+    load_after: Number(loadAfter.toFixed(2)),
+  };
 }

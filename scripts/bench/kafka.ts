@@ -5,12 +5,11 @@
 // (scripts/kafka.sh, scripts/redis.sh on private ports) and runs the embedded webhooks benchmark in
 // the same run for comparison. `npm run bench -- kafka [--long]` (--long: 50,000 events).
 // Run as `tsx scripts/bench/kafka.ts <role>` it is one role process of the benchmark.
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { memoryDocumentStores } from '../../projections/tickets-store-memory.js';
 import { createWorkspaceDirectory } from '../../projections/workspace-directory.js';
 import { createCommandHandler } from '../../src/app/command-handler.js';
@@ -26,16 +25,14 @@ import { randomId } from '../../src/shared/ids.js';
 import { startService } from '../../src/service.js';
 import { createMemoryNotifier } from '../../src/updates/memory.js';
 import { ADMIN, measureFanout, PACED_DELIVERIES_PER_S, round, startArrivals, subscribeReceiver, type Arrivals, type FanoutSetup } from './fanout.js';
+import { engine as engines } from './engines.js';
 import { run as runEmbedded } from './webhooks.js';
 
 const KAFKA_PORT = 19392;
 const REDIS_PORT = 6393;
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
-const exec = promisify(execFile);
-
-const engine = (name: 'kafka' | 'redis', command: 'start' | 'stop') =>
-  exec('bash', [`scripts/${name}.sh`, command], { cwd: ROOT, env: { ...process.env, KAFKA_PORT: String(KAFKA_PORT), REDIS_PORT: String(REDIS_PORT) } });
+const engine = engines({ kafka: KAFKA_PORT, redis: REDIS_PORT });
 
 /** The parts of Core the relay and dispatcher roles use, composed as the service does. */
 const roleCore = async (config: Config): Promise<Core> => {

@@ -1,0 +1,18 @@
+// Private Redis and Kafka for the benchmarks that need them: started and stopped through the same
+// scripts the tests use (scripts/redis.sh, scripts/kafka.sh), on ports of the bench's own.
+import { execFile } from 'node:child_process';
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const exec = promisify(execFile);
+
+export interface BenchPorts {
+  readonly redis: number;
+  readonly kafka: number;
+}
+
+/** Runs `scripts/<name>.sh <command>` with the bench's ports. */
+export const engine = (ports: BenchPorts) => (name: 'kafka' | 'redis', command: 'start' | 'stop') =>
+  exec('bash', [`scripts/${name}.sh`, command], { cwd: ROOT, env: { ...process.env, KAFKA_PORT: String(ports.kafka), REDIS_PORT: String(ports.redis) } });

@@ -39,7 +39,7 @@ retryScheduleContract('redis', redisUrl ? () => redisPair(redisUrl) : null, { pr
   const unlimited = () => Number.POSITIVE_INFINITY;
   beforeEach(async () => {
     pair = await redisPair(redisUrl as string);
-    await pair.schedule.put({ deliveryId: 'd', subscriptionId: 's', dueAt: 100 });
+    await pair.schedule.put({ deliveryId: 'd', subscriptionId: 's', dueAt: 100, round: 1 });
   });
   afterEach(() => pair.teardown());
 
@@ -47,34 +47,42 @@ retryScheduleContract('redis', redisUrl ? () => redisPair(redisUrl) : null, { pr
     expect(await pair.schedule.takeDue(200, 10, unlimited)).to.have.length(1);
     expect(await pair.schedule.nextDueAt()).to.equal(200 + LEASE_US);
     expect(await pair.other.takeDue(200 + LEASE_US - 1, 10, unlimited)).to.deep.equal([]);
-    expect(await pair.other.takeDue(200 + LEASE_US, 10, unlimited)).to.deep.equal([{ deliveryId: 'd', subscriptionId: 's', dueAt: 100 }]);
+    expect(await pair.other.takeDue(200 + LEASE_US, 10, unlimited)).to.deep.equal([{ deliveryId: 'd', subscriptionId: 's', dueAt: 100, round: 1 }]);
     expect(await pair.schedule.takeDue(200 + LEASE_US, 10, unlimited)).to.deep.equal([]);
   });
 
   it('keeps a claimed entry claimed when another dispatcher offers it (a late retry request, a restart)', async () => {
     expect(await pair.schedule.takeDue(200, 10, unlimited)).to.have.length(1);
-    await pair.other.offer({ deliveryId: 'd', subscriptionId: 's', dueAt: 150 });
+    await pair.other.offer({ deliveryId: 'd', subscriptionId: 's', dueAt: 150, round: 1 });
     expect(await pair.other.takeDue(300, 10, unlimited), 'the attempt under way is not offered again').to.deep.equal([]);
     expect(await pair.other.size()).to.equal(0);
     // The claim and its lease are untouched by the offer.
-    expect(await pair.other.takeDue(200 + LEASE_US, 10, unlimited)).to.deep.equal([{ deliveryId: 'd', subscriptionId: 's', dueAt: 100 }]);
+    expect(await pair.other.takeDue(200 + LEASE_US, 10, unlimited)).to.deep.equal([{ deliveryId: 'd', subscriptionId: 's', dueAt: 100, round: 1 }]);
   });
 
   it('takes an offer again once the claim was settled by remove (the taker then finds the delivery settled in the log)', async () => {
     expect(await pair.schedule.takeDue(200, 10, unlimited)).to.have.length(1);
     await pair.schedule.remove('d');
-    await pair.other.offer({ deliveryId: 'd', subscriptionId: 's', dueAt: 150 });
-    expect(await pair.other.takeDue(300, 10, unlimited)).to.deep.equal([{ deliveryId: 'd', subscriptionId: 's', dueAt: 150 }]);
+    await pair.other.offer({ deliveryId: 'd', subscriptionId: 's', dueAt: 150, round: 1 });
+    expect(await pair.other.takeDue(300, 10, unlimited)).to.deep.equal([{ deliveryId: 'd', subscriptionId: 's', dueAt: 150, round: 1 }]);
+  });
+
+  it('lets a manual retry (a later round) replace a claim whose outcome is recorded, and keeps it when that claim is removed', async () => {
+    expect(await pair.schedule.takeDue(200, 10, unlimited)).to.have.length(1);
+    // The claimer recorded "failed"; the retry request of round 2 is offered before its remove lands.
+    await pair.other.offer({ deliveryId: 'd', subscriptionId: 's', dueAt: 250, round: 2 });
+    await pair.schedule.remove('d', 1);
+    expect(await pair.other.takeDue(300, 10, unlimited)).to.deep.equal([{ deliveryId: 'd', subscriptionId: 's', dueAt: 250, round: 2 }]);
   });
 
   it('settles a claim by put (the next attempt) or by remove (done)', async () => {
-    await pair.schedule.put({ deliveryId: 'e', subscriptionId: 's', dueAt: 100 });
+    await pair.schedule.put({ deliveryId: 'e', subscriptionId: 's', dueAt: 100, round: 1 });
     expect(await pair.schedule.takeDue(200, 10, unlimited)).to.have.length(2);
-    await pair.schedule.put({ deliveryId: 'd', subscriptionId: 's', dueAt: 300 });
+    await pair.schedule.put({ deliveryId: 'd', subscriptionId: 's', dueAt: 300, round: 1 });
     await pair.schedule.remove('e');
     expect(await pair.schedule.nextDueAt()).to.equal(300);
     const later = 200 + 2 * LEASE_US;
-    expect(await pair.other.takeDue(later, 10, unlimited)).to.deep.equal([{ deliveryId: 'd', subscriptionId: 's', dueAt: 300 }]);
+    expect(await pair.other.takeDue(later, 10, unlimited)).to.deep.equal([{ deliveryId: 'd', subscriptionId: 's', dueAt: 300, round: 1 }]);
     await pair.other.remove('d');
     expect(await pair.other.takeDue(later + 2 * LEASE_US, 10, unlimited)).to.deep.equal([]);
     expect(await pair.schedule.nextDueAt()).to.equal(null);
@@ -93,7 +101,7 @@ retryScheduleContract('redis', redisUrl ? () => redisPair(redisUrl) : null, { pr
     losses.other = 0;
     pair.schedule.onLost(async () => void losses.schedule++);
     pair.other.onLost(async () => void losses.other++);
-    await pair.schedule.put({ deliveryId: 'd', subscriptionId: 's', dueAt: 100 });
+    await pair.schedule.put({ deliveryId: 'd', subscriptionId: 's', dueAt: 100, round: 1 });
   });
   afterEach(() => pair.teardown());
 

@@ -28,20 +28,20 @@ export const retryScheduleContract = (name: string, factory: (() => Promise<Retr
     it('gives due entries only, earliest first, whole, and reports the next due time', async () => {
       const { schedule } = fixture;
       const now = 1_700_000_000_000_000; // µs today: must survive the engine's number types exactly
-      await schedule.put({ deliveryId: 'late', subscriptionId: 's', dueAt: now + 50 });
-      await schedule.put({ deliveryId: 'early', subscriptionId: 's', dueAt: now + 1 });
+      await schedule.put({ deliveryId: 'late', subscriptionId: 's', dueAt: now + 50, round: 1 });
+      await schedule.put({ deliveryId: 'early', subscriptionId: 's', dueAt: now + 1, round: 1 });
       expect(await schedule.nextDueAt()).to.equal(now + 1);
       expect(await schedule.takeDue(now, 10, unlimited)).to.deep.equal([]);
-      expect(await schedule.takeDue(now + 20, 10, unlimited)).to.deep.equal([{ deliveryId: 'early', subscriptionId: 's', dueAt: now + 1 }]);
+      expect(await schedule.takeDue(now + 20, 10, unlimited)).to.deep.equal([{ deliveryId: 'early', subscriptionId: 's', dueAt: now + 1, round: 1 }]);
       expect(await schedule.takeDue(now + 20, 10, unlimited)).to.deep.equal([]);
       expect(ids(await schedule.takeDue(now + 50, 10, unlimited))).to.deep.equal(['late']);
     });
 
     it('moves an entry put again and drops a removed one', async () => {
       const { schedule } = fixture;
-      await schedule.put({ deliveryId: 'a', subscriptionId: 's', dueAt: 10 });
-      await schedule.put({ deliveryId: 'a', subscriptionId: 's', dueAt: 30 });
-      await schedule.put({ deliveryId: 'b', subscriptionId: 't', dueAt: 5 });
+      await schedule.put({ deliveryId: 'a', subscriptionId: 's', dueAt: 10, round: 1 });
+      await schedule.put({ deliveryId: 'a', subscriptionId: 's', dueAt: 30, round: 1 });
+      await schedule.put({ deliveryId: 'b', subscriptionId: 't', dueAt: 5, round: 1 });
       await schedule.remove('b');
       await schedule.remove('never-put');
       expect(await schedule.nextDueAt()).to.equal(30);
@@ -52,23 +52,36 @@ export const retryScheduleContract = (name: string, factory: (() => Promise<Retr
 
     it('offers an entry only when the delivery is not there: it never moves one scheduled', async () => {
       const { schedule, other } = fixture;
-      await schedule.offer({ deliveryId: 'a', subscriptionId: 's', dueAt: 20 });
-      await other.offer({ deliveryId: 'a', subscriptionId: 's', dueAt: 5 });
-      await other.offer({ deliveryId: 'a', subscriptionId: 't', dueAt: 40 });
+      await schedule.offer({ deliveryId: 'a', subscriptionId: 's', dueAt: 20, round: 1 });
+      await other.offer({ deliveryId: 'a', subscriptionId: 's', dueAt: 5, round: 1 });
+      await other.offer({ deliveryId: 'a', subscriptionId: 't', dueAt: 40, round: 1 });
       expect(await schedule.nextDueAt()).to.equal(20);
       expect(await schedule.size()).to.equal(1);
       // The owner's put still moves it; once removed (settled) an offer adds it again.
-      await schedule.put({ deliveryId: 'a', subscriptionId: 's', dueAt: 30 });
+      await schedule.put({ deliveryId: 'a', subscriptionId: 's', dueAt: 30, round: 1 });
       expect(await other.nextDueAt()).to.equal(30);
       await schedule.remove('a');
-      await other.offer({ deliveryId: 'a', subscriptionId: 's', dueAt: 7 });
-      expect(await schedule.takeDue(100, 10, unlimited)).to.deep.equal([{ deliveryId: 'a', subscriptionId: 's', dueAt: 7 }]);
+      await other.offer({ deliveryId: 'a', subscriptionId: 's', dueAt: 7, round: 1 });
+      expect(await schedule.takeDue(100, 10, unlimited)).to.deep.equal([{ deliveryId: 'a', subscriptionId: 's', dueAt: 7, round: 1 }]);
+    });
+
+    it('lets an entry of a later round replace one of an earlier round, which a remove by round then keeps', async () => {
+      const { schedule, other } = fixture;
+      await schedule.put({ deliveryId: 'a', subscriptionId: 's', dueAt: 20, round: 1 });
+      await other.offer({ deliveryId: 'a', subscriptionId: 's', dueAt: 5, round: 2 });
+      await schedule.remove('a', 1);
+      await other.offer({ deliveryId: 'a', subscriptionId: 's', dueAt: 1, round: 2 });
+      expect(await schedule.size()).to.equal(1);
+      expect(await schedule.takeDue(100, 10, unlimited)).to.deep.equal([{ deliveryId: 'a', subscriptionId: 's', dueAt: 5, round: 2 }]);
+      await schedule.put({ deliveryId: 'b', subscriptionId: 's', dueAt: 20, round: 3 });
+      await other.remove('b');
+      expect(await schedule.size()).to.equal(0);
     });
 
     it('takes at most the limit, and skips a subscription without room while serving the others', async () => {
       const { schedule } = fixture;
-      for (let i = 0; i < 5; i++) await schedule.put({ deliveryId: `slow-${i}`, subscriptionId: 'slow', dueAt: i });
-      await schedule.put({ deliveryId: 'fast-0', subscriptionId: 'fast', dueAt: 10 });
+      for (let i = 0; i < 5; i++) await schedule.put({ deliveryId: `slow-${i}`, subscriptionId: 'slow', dueAt: i, round: 1 });
+      await schedule.put({ deliveryId: 'fast-0', subscriptionId: 'fast', dueAt: 10, round: 1 });
       expect(ids(await schedule.takeDue(100, 2, unlimited))).to.deep.equal(['slow-0', 'slow-1']);
       expect(ids(await schedule.takeDue(100, 10, (s) => (s === 'slow' ? 1 : 10)))).to.deep.equal(['slow-2', 'fast-0']);
       expect(await schedule.takeDue(100, 10, (s) => (s === 'slow' ? 0 : 10))).to.deep.equal([]);
@@ -76,7 +89,7 @@ export const retryScheduleContract = (name: string, factory: (() => Promise<Retr
     });
 
     it('hands each entry to one taker when two take at once', async () => {
-      for (let i = 0; i < 40; i++) await fixture.schedule.put({ deliveryId: `d${i}`, subscriptionId: `s${i % 4}`, dueAt: i });
+      for (let i = 0; i < 40; i++) await fixture.schedule.put({ deliveryId: `d${i}`, subscriptionId: `s${i % 4}`, dueAt: i, round: 1 });
       const takers = [fixture.schedule, fixture.other, fixture.schedule, fixture.other];
       const batches = await Promise.all(takers.map((s) => s.takeDue(100, 15, unlimited)));
       const taken = batches.flatMap(ids);
@@ -87,28 +100,44 @@ export const retryScheduleContract = (name: string, factory: (() => Promise<Retr
     it('never loses nor repeats an entry (property)', async () => {
       await fc.assert(
         fc.asyncProperty(
-          fc.array(fc.record({ id: fc.integer({ min: 0, max: 30 }), due: fc.integer({ min: 0, max: 100 }), op: fc.constantFrom('put', 'offer', 'remove') }), { maxLength: 60 }),
+          fc.array(
+            fc.record({
+              id: fc.integer({ min: 0, max: 30 }),
+              due: fc.integer({ min: 0, max: 100 }),
+              round: fc.integer({ min: 1, max: 3 }),
+              op: fc.constantFrom('put', 'offer', 'remove', 'remove-round'),
+            }),
+            { maxLength: 60 },
+          ),
           fc.integer({ min: 1, max: 4 }),
           async (ops, room) => {
             const { schedule, teardown } = await factory();
             try {
-              const expected = new Map<string, number>();
+              const expected = new Map<string, { due: number; round: number }>();
               for (const op of ops) {
                 const id = `d${op.id}`;
+                const known = expected.get(id);
                 if (op.op === 'remove') {
                   await schedule.remove(id);
                   expected.delete(id);
+                } else if (op.op === 'remove-round') {
+                  await schedule.remove(id, op.round);
+                  // An entry of a later round stays.
+                  if ((known?.round ?? 0) <= op.round) expected.delete(id);
                 } else {
-                  await schedule[op.op]({ deliveryId: id, subscriptionId: `s${op.id % 4}`, dueAt: op.due });
-                  // An offer adds only what is not there.
-                  if (op.op === 'put' || !expected.has(id)) expected.set(id, op.due);
+                  await schedule[op.op]({ deliveryId: id, subscriptionId: `s${op.id % 4}`, dueAt: op.due, round: op.round });
+                  // An offer adds only what is not there in the same or a later round.
+                  if (op.op === 'put' || (known?.round ?? 0) < op.round) expected.set(id, { due: op.due, round: op.round });
                 }
               }
               const taken: string[] = [];
               for (let now = 0; now <= 100; now += 10) {
                 for (;;) {
                   const batch = await schedule.takeDue(now, 3, () => room);
-                  batch.forEach((e) => expect(e.dueAt).to.be.at.most(now).and.equal(expected.get(e.deliveryId)));
+                  batch.forEach((e) => {
+                    expect(e.dueAt).to.be.at.most(now).and.equal(expected.get(e.deliveryId)?.due);
+                    expect(e.round).to.equal(expected.get(e.deliveryId)?.round);
+                  });
                   taken.push(...ids(batch));
                   if (batch.length === 0) break;
                 }

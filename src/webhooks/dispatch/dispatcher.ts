@@ -124,7 +124,7 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
    */
   const enqueue = async (p: Pending, dueAt: number, how: 'put' | 'offer' = 'put'): Promise<void> => {
     if (shared) forget(p);
-    await schedule[how]({ deliveryId: p.delivery.id, subscriptionId: p.delivery.subscriptionId, dueAt });
+    await schedule[how]({ deliveryId: p.delivery.id, subscriptionId: p.delivery.subscriptionId, dueAt, round: p.delivery.round });
     pump.kick();
   };
 
@@ -145,7 +145,7 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
 
   const cancel = async (p: Pending, reason: string): Promise<void> => {
     forget(p);
-    await schedule.remove(p.delivery.id);
+    await schedule.remove(p.delivery.id, p.delivery.round);
     await apply(p, { kind: 'cancel', reason, at: clock() });
   };
 
@@ -183,11 +183,12 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
     p.delivery = delivery;
     await record(p.workspaceId, delivery.subscriptionId, events);
     // The claim is settled once the outcome is durable: a crash before then offers the attempt again.
-    if (delivery.status !== 'waiting' || delivery.nextAttemptAt === null) return schedule.remove(delivery.id);
+    // A manual retry may be offered as soon as the outcome is in the log: removing by round keeps it.
+    if (delivery.status !== 'waiting' || delivery.nextAttemptAt === null) return schedule.remove(delivery.id, delivery.round);
     const row = subscriptions.get(p.workspaceId, delivery.subscriptionId);
     if (row === undefined) {
       forget(p);
-      await schedule.remove(delivery.id);
+      await schedule.remove(delivery.id, delivery.round);
     } else if (!row.isActive) await cancel(p, 'subscription_inactive');
     else await enqueue(p, delivery.nextAttemptAt);
   };
@@ -256,7 +257,7 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
   const attemptOnce = async (entry: DueAttempt): Promise<void> => {
     const p = pending.get(entry.deliveryId) ?? (await takeOver(entry));
     // Nothing left to attempt, or the attempt under way settles it: the claim is settled here.
-    if (p === undefined || p.inFlight) return schedule.remove(entry.deliveryId);
+    if (p === undefined || p.inFlight) return schedule.remove(entry.deliveryId, entry.round);
     const row = subscriptions.get(p.workspaceId, p.delivery.subscriptionId);
     if (row === undefined) return settle(dispatcher.subscriptionDeleted(p.delivery.subscriptionId), p.delivery.id);
     if (!row.isActive) return settle(cancel(p, 'subscription_inactive'), p.delivery.id);
@@ -290,7 +291,7 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
     const { deliveries } = await readDeliveryHistory(log);
     const waiting = deliveries.flatMap(({ delivery, workspaceId }) =>
       delivery.status === 'waiting' && delivery.nextAttemptAt !== null && subscriptions.get(workspaceId, delivery.subscriptionId) !== undefined
-        ? [{ deliveryId: delivery.id, subscriptionId: delivery.subscriptionId, dueAt: delivery.nextAttemptAt }]
+        ? [{ deliveryId: delivery.id, subscriptionId: delivery.subscriptionId, dueAt: delivery.nextAttemptAt, round: delivery.round }]
         : [],
     );
     console.warn(`retry schedule lost (Redis restarted without persistence?): re-seeding ${waiting.length} waiting deliveries from the log`);

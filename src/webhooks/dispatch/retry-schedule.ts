@@ -8,19 +8,27 @@ export interface DueAttempt {
   readonly subscriptionId: string;
   /** µs since the epoch. */
   readonly dueAt: number;
+  /**
+   * The delivery's round of attempts: 1, then one more per manual retry. A manual retry is accepted
+   * only once the previous round is settled in the log, so an entry of a later round replaces one of
+   * an earlier round even while that one is still claimed (only its settling remove was left).
+   */
+  readonly round: number;
 }
 
 export interface RetrySchedule {
   /** The owner's move: adds a delivery's next attempt, or moves it (settling a claim) when the delivery is already there. */
   put(entry: DueAttempt): Promise<void>;
   /**
-   * Adds the entry unless the delivery is already scheduled or claimed: how a dispatcher announces a
-   * delivery it does not own (a retry request, a restart). A claim is settled only by put/remove once
-   * the attempt is recorded, so a waiting delivery stays in the schedule from its first put until it
-   * is settled, and an offer never brings back an attempt that is under way.
+   * Adds the entry unless the delivery is already scheduled or claimed in the same or a later round:
+   * how a dispatcher announces a delivery it does not own (a retry request, a restart). A claim is
+   * settled only by put/remove once the attempt is recorded, so a waiting delivery stays in the
+   * schedule from its first put until it is settled, and an offer never brings back an attempt that
+   * is under way.
    */
   offer(entry: DueAttempt): Promise<void>;
-  remove(deliveryId: string): Promise<void>;
+  /** Drops the delivery's entry; with `round`, only an entry of that round or an earlier one (a later round offered meanwhile stays). */
+  remove(deliveryId: string, round?: number): Promise<void>;
   /**
    * Removes and returns up to `limit` entries due at `now`, earliest first within a subscription,
    * and at most `room(subscriptionId)` entries of each subscription.

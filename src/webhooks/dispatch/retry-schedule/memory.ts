@@ -17,12 +17,12 @@ interface Lane {
 }
 
 export const createMemoryRetrySchedule = (): RetrySchedule => {
-  const current = new Map<string, number>(); // deliveryId → version of its live item
+  const current = new Map<string, { readonly version: number; readonly round: number }>(); // deliveryId → its live item
   const lanes = new Map<string, Lane>();
   const index = createHeap<{ readonly subscriptionId: string; readonly dueAt: number }>((a, b) => a.dueAt < b.dueAt);
   let versions = 0;
 
-  const live = (item: Item): boolean => current.get(item.entry.deliveryId) === item.version;
+  const live = (item: Item): boolean => current.get(item.entry.deliveryId)?.version === item.version;
 
   /** The lane's earliest live item, dropping stale ones on the way. */
   const head = (lane: Lane): Item | undefined => {
@@ -65,7 +65,7 @@ export const createMemoryRetrySchedule = (): RetrySchedule => {
 
   const put = (entry: DueAttempt): void => {
     const version = ++versions;
-    current.set(entry.deliveryId, version);
+    current.set(entry.deliveryId, { version, round: entry.round });
     let lane = lanes.get(entry.subscriptionId);
     if (lane === undefined) {
       lane = { heap: createHeap<Item>((a, b) => a.entry.dueAt < b.entry.dueAt || (a.entry.dueAt === b.entry.dueAt && a.version < b.version)), indexedAt: null };
@@ -78,9 +78,10 @@ export const createMemoryRetrySchedule = (): RetrySchedule => {
   return {
     put: async (entry) => put(entry),
     offer: async (entry) => {
-      if (!current.has(entry.deliveryId)) put(entry);
+      if ((current.get(entry.deliveryId)?.round ?? 0) < entry.round) put(entry);
     },
-    remove: async (deliveryId) => {
+    remove: async (deliveryId, round) => {
+      if (round !== undefined && (current.get(deliveryId)?.round ?? 0) > round) return;
       current.delete(deliveryId);
     },
     takeDue: async (now, limit, room) => {

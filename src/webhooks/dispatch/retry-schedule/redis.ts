@@ -19,9 +19,11 @@ import type { DueAttempt, SharedRetrySchedule } from '../retry-schedule.js';
 const PRELUDE = `
 local entries, lanes, claimed, epochKey, lanePrefix = KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1]
 local function lane(sub) return lanePrefix .. sub end
+-- An entry is "dueAt subscriptionId round".
 local function split(v)
-  local space = string.find(v, ' ', 1, true)
-  return string.sub(v, 1, space - 1), string.sub(v, space + 1)
+  local a = string.find(v, ' ', 1, true)
+  local b = string.find(v, ' ', a + 1, true)
+  return string.sub(v, 1, a - 1), string.sub(v, a + 1, b - 1), tonumber(string.sub(v, b + 1))
 end
 local function reindex(sub)
   local head = redis.call('ZRANGE', lane(sub), 0, 0, 'WITHSCORES')
@@ -35,8 +37,8 @@ local function unschedule(id)
   end
   redis.call('ZREM', claimed, id)
 end
-local function schedule(id, sub, due)
-  redis.call('HSET', entries, id, due .. ' ' .. sub)
+local function schedule(id, sub, due, round)
+  redis.call('HSET', entries, id, due .. ' ' .. sub .. ' ' .. round)
   redis.call('ZADD', lane(sub), due, id)
   reindex(sub)
 end
@@ -49,15 +51,27 @@ end
 `;
 
 const SCRIPTS = {
-  // ARGV: prefix, id, subscriptionId, dueAt
+  // ARGV: prefix, id, subscriptionId, dueAt, round
   retryPut: `
 unschedule(ARGV[2])
-schedule(ARGV[2], ARGV[3], ARGV[4])`,
-  // ARGV: prefix, id, subscriptionId, dueAt. The entry stays while scheduled or claimed.
+schedule(ARGV[2], ARGV[3], ARGV[4], ARGV[5])`,
+  // ARGV: prefix, id, subscriptionId, dueAt, round. An entry of this round or a later one stays, scheduled or claimed.
   retryOffer: `
-if redis.call('HEXISTS', entries, ARGV[2]) == 0 then schedule(ARGV[2], ARGV[3], ARGV[4]) end`,
-  // ARGV: prefix, id
+local v = redis.call('HGET', entries, ARGV[2])
+if v then
+  local _, _, round = split(v)
+  if round >= tonumber(ARGV[5]) then return end
+  unschedule(ARGV[2])
+end
+schedule(ARGV[2], ARGV[3], ARGV[4], ARGV[5])`,
+  // ARGV: prefix, id, round ('' for any)
   retryRemove: `
+local v = redis.call('HGET', entries, ARGV[2])
+if not v then return end
+if ARGV[3] ~= '' then
+  local _, _, round = split(v)
+  if round > tonumber(ARGV[3]) then return end
+end
 unschedule(ARGV[2])
 redis.call('HDEL', entries, ARGV[2])`,
   // ARGV: prefix, candidate epoch. Returns the epoch.
@@ -75,19 +89,18 @@ for _, id in ipairs(redis.call('ZRANGEBYSCORE', claimed, '-inf', ARGV[2])) do
   end
 end
 return epoch(ARGV[3])`,
-  // ARGV: prefix, now, leaseEnd, limit, then subscriptionId, room pairs. Returns id, sub, dueAt triples.
+  // ARGV: prefix, now, leaseEnd, limit, then subscriptionId, room pairs. Returns entries as they are stored, "dueAt sub round", after each id.
   retryClaim: `
 local out, left = {}, tonumber(ARGV[4])
 for i = 5, #ARGV, 2 do
   if left <= 0 then break end
   local sub = ARGV[i]
-  local due = redis.call('ZRANGEBYSCORE', lane(sub), '-inf', ARGV[2], 'WITHSCORES', 'LIMIT', 0, math.min(tonumber(ARGV[i + 1]), left))
-  for j = 1, #due, 2 do
-    redis.call('ZREM', lane(sub), due[j])
-    redis.call('ZADD', claimed, ARGV[3], due[j])
-    out[#out + 1] = due[j]
-    out[#out + 1] = sub
-    out[#out + 1] = due[j + 1]
+  local due = redis.call('ZRANGEBYSCORE', lane(sub), '-inf', ARGV[2], 'LIMIT', 0, math.min(tonumber(ARGV[i + 1]), left))
+  for _, id in ipairs(due) do
+    redis.call('ZREM', lane(sub), id)
+    redis.call('ZADD', claimed, ARGV[3], id)
+    out[#out + 1] = id
+    out[#out + 1] = redis.call('HGET', entries, id)
     left = left - 1
   end
   if #due > 0 then reindex(sub) end
@@ -167,13 +180,13 @@ export const createRedisRetrySchedule = (options: RedisRetryScheduleOptions): Sh
       reseed = listener;
     },
     async put(entry) {
-      await client.retryPut(...keys, lanePrefix, entry.deliveryId, entry.subscriptionId, String(entry.dueAt));
+      await client.retryPut(...keys, lanePrefix, entry.deliveryId, entry.subscriptionId, String(entry.dueAt), String(entry.round));
     },
     async offer(entry) {
-      await client.retryOffer(...keys, lanePrefix, entry.deliveryId, entry.subscriptionId, String(entry.dueAt));
+      await client.retryOffer(...keys, lanePrefix, entry.deliveryId, entry.subscriptionId, String(entry.dueAt), String(entry.round));
     },
-    async remove(deliveryId) {
-      await client.retryRemove(...keys, lanePrefix, deliveryId);
+    async remove(deliveryId, round) {
+      await client.retryRemove(...keys, lanePrefix, deliveryId, round === undefined ? '' : String(round));
     },
     async takeDue(now, limit, room) {
       compare(await client.retryRelease(...keys, lanePrefix, String(now), randomId()));
@@ -181,7 +194,10 @@ export const createRedisRetrySchedule = (options: RedisRetryScheduleOptions): Sh
       if (offered.length === 0) return [];
       const flat = (await client.retryClaim(...keys, lanePrefix, String(now), String(now + leaseUs), String(limit), ...offered)) as string[];
       const taken: DueAttempt[] = [];
-      for (let i = 0; i + 2 < flat.length; i += 3) taken.push({ deliveryId: flat[i] as string, subscriptionId: flat[i + 1] as string, dueAt: Number(flat[i + 2]) });
+      for (let i = 0; i + 1 < flat.length; i += 2) {
+        const [dueAt, subscriptionId, round] = (flat[i + 1] as string).split(' ');
+        taken.push({ deliveryId: flat[i] as string, subscriptionId: subscriptionId as string, dueAt: Number(dueAt), round: Number(round) });
+      }
       return taken;
     },
     // A lease's end counts as a due time: a dispatcher must wake then to take over a dead one's claims.

@@ -1,5 +1,7 @@
 // Exports public event history as NDJSON: one /updates item (envelope + offset) per line, for
-// analysts. Streams page by page, so memory stays constant however long the history.
+// analysts. Streams page by page, so memory stays constant however long the history. From the data
+// folder the lines are built from the stored event text (src/updates/feed-item.ts feedLines), with
+// the filters in SQL (src/log/sqlite-export.ts).
 //
 //   npx tsx scripts/export.ts [--data-dir DIR] [--workspace ID] [--from T] [--to T] [--types a,b] [--out FILE]
 //   npx tsx scripts/export.ts --url http://host:8080 --key API_KEY [--from T] [--to T] [--types a,b] [--out FILE]
@@ -15,9 +17,8 @@ import type { Writable } from 'node:stream';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { PUBLIC_EVENT_TYPES, isPublicEventType, type PublicEventType } from '../src/domain/event-types.js';
-import type { EventLog } from '../src/log/event-log.js';
-import { openSqliteLog } from '../src/log/sqlite.js';
-import { feedItem, type FeedItem } from '../src/updates/feed-item.js';
+import { openSqliteLog, type SqliteEventLog } from '../src/log/sqlite.js';
+import { feedLines, type FeedItem } from '../src/updates/feed-item.js';
 
 export interface ExportRange {
   /** Inclusive, microseconds. */
@@ -27,33 +28,27 @@ export interface ExportRange {
   readonly types?: readonly PublicEventType[];
 }
 
-const PAGE = 5000;
+/** Whole NDJSON lines (each ends in "\n") and how many there are. */
+export interface NdjsonChunk {
+  readonly text: string;
+  readonly lines: number;
+}
 
-/** Pages of one workspace's feed (offset index) or of every workspace's public events (log order). */
-export async function* logPages(log: EventLog, range: ExportRange, workspaceId?: string): AsyncGenerator<FeedItem[]> {
-  // Only sequenced public events carry an offset, so the type filter is needed only when asked for.
-  const types = range.types === undefined ? {} : { types: range.types };
-  if (workspaceId !== undefined) {
-    for (let from = range.from; ; ) {
-      const records = await log.readFeed({ workspaceId, fromOffset: from, limit: PAGE, ...types });
-      const inRange = records.filter((r) => (r.offset as number) < range.to);
-      if (inRange.length > 0) yield inRange.map(feedItem);
-      if (records.length < PAGE || inRange.length < records.length) return;
-      from = (records.at(-1)?.offset as number) + 1;
-    }
-  }
-  for (let after = 0; ; ) {
-    const records = await log.readAll({ after, limit: PAGE, ...types });
-    const inRange = records.filter((r) => r.offset !== null && r.offset >= range.from && r.offset < range.to);
-    if (inRange.length > 0) yield inRange.map(feedItem);
-    const last = records.at(-1);
-    if (last === undefined) return;
-    after = last.position;
+/**
+ * One workspace's feed (offset order) or every workspace's public events (log order), a page of lines
+ * at a time. The lines are built from the stored data text (feedLines), not from parsed records.
+ */
+export async function* logPages(log: SqliteEventLog, range: ExportRange, workspaceId?: string): AsyncGenerator<NdjsonChunk> {
+  const line = feedLines();
+  for (const rows of log.exportPages({ ...range, ...(workspaceId === undefined ? {} : { workspaceId }) })) {
+    let text = '';
+    for (const [id, type, ws, data, offset] of rows) text += `${line({ id, type, workspaceId: ws, data, offset })}\n`;
+    yield { text, lines: rows.length };
   }
 }
 
 /** Pages read through GET /api/v1/updates without waiting: works while the service runs. */
-export async function* apiPages(baseUrl: string, apiKey: string, range: ExportRange): AsyncGenerator<FeedItem[]> {
+export async function* apiPages(baseUrl: string, apiKey: string, range: ExportRange): AsyncGenerator<NdjsonChunk> {
   for (let offset = range.from; ; ) {
     const query = new URLSearchParams({ offset: String(offset), limit: '1000', timeout: '0' });
     if (range.types !== undefined) query.set('types', range.types.join(','));
@@ -61,20 +56,18 @@ export async function* apiPages(baseUrl: string, apiKey: string, range: ExportRa
     if (response.status !== 200) throw new Error(`GET /api/v1/updates answered ${response.status}: ${await response.text()}`);
     const page = (await response.json()) as { items: FeedItem[]; next_offset: number };
     const inRange = page.items.filter((item) => item.offset < range.to);
-    if (inRange.length > 0) yield inRange;
+    if (inRange.length > 0) yield { text: inRange.map((item) => `${JSON.stringify(item)}\n`).join(''), lines: inRange.length };
     if (page.items.length === 0 || inRange.length < page.items.length) return;
     offset = page.next_offset;
   }
 }
 
-/** Writes each item as one JSON line, honouring back-pressure; returns the number of lines. */
-export const writeNdjson = async (pages: AsyncIterable<FeedItem[]>, out: Writable): Promise<number> => {
+/** Writes the chunks, honouring back-pressure; returns the number of lines. */
+export const writeNdjson = async (chunks: AsyncIterable<NdjsonChunk>, out: Writable): Promise<number> => {
   let count = 0;
-  for await (const items of pages) {
-    let chunk = '';
-    for (const item of items) chunk += `${JSON.stringify(item)}\n`;
-    count += items.length;
-    if (!out.write(chunk)) await once(out, 'drain');
+  for await (const chunk of chunks) {
+    count += chunk.lines;
+    if (!out.write(chunk.text)) await once(out, 'drain');
   }
   return count;
 };
@@ -100,7 +93,7 @@ export const parseTypes = (raw: string | undefined): PublicEventType[] | undefin
 };
 
 /** Opens an existing log (never creates one at a mistyped path). */
-export const openExistingLog = (dataDir: string): EventLog => {
+export const openExistingLog = (dataDir: string): SqliteEventLog => {
   const file = path.join(dataDir, 'events.sqlite');
   if (!existsSync(file)) throw new Error(`no event log at ${file}`);
   return openSqliteLog({ file });

@@ -15,6 +15,7 @@ import {
   type ReadAllOptions,
   type RecordedEvent,
 } from './event-log.js';
+import { exportReader, type ExportQuery, type ExportRow } from './sqlite-export.js';
 import { groupCommit } from './sqlite-group-commit.js';
 import { rowInserter, type InsertRow } from './sqlite-insert.js';
 import { openLogDatabase } from './sqlite-open.js';
@@ -38,6 +39,8 @@ export interface SqliteLogOptions {
 export interface SqliteEventLog extends EventLog {
   /** Commits so far and the writes they carried (group-commit efficiency, for tests and benchmarks). */
   stats(): { readonly transactions: number; readonly writes: number };
+  /** scripts/export.ts only: public events as raw rows with the data's stored JSON text (sqlite-export.ts). */
+  exportPages(query: ExportQuery): Iterable<ExportRow[]>;
 }
 
 const holds = (expected: ExpectedRevision, actual: number | null): boolean =>
@@ -68,6 +71,7 @@ export const openSqliteLog = (options: SqliteLogOptions): SqliteEventLog => {
   };
   const insert = rowInserter(db);
   const reads = filteredReads(db);
+  const exportPages = exportReader(db);
 
   // The sequencer's memory lives one batch: the last offsets the open transaction has staged. Read
   // from the table under the write lock, a shared file's offsets reflect every process's commits.
@@ -213,6 +217,10 @@ export const openSqliteLog = (options: SqliteLogOptions): SqliteEventLog => {
       return headNow();
     },
     stats: () => ({ ...writer.stats }),
+    exportPages: (query) => {
+      ensureOpen();
+      return exportPages(query);
+    },
     close: async () => {
       if (closed) return;
       closed = true;

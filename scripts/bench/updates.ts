@@ -50,10 +50,11 @@ const ticketLife = (workspaceId: string, n: number): NewEvent[] => {
 };
 
 const fill = async (log: EventLog, workspaceIds: readonly string[], events: number) => {
-  for (let n = 0; n * 5 < events; ) {
+  // Each append carries 200 tickets of one workspace; appends take the workspaces in turn.
+  for (let n = 0, chunk = 0; n * 5 < events; ) {
     const batch: Promise<unknown>[] = [];
     for (let k = 0; k < 8 && n * 5 < events; k++) {
-      const workspaceId = workspaceIds[n % workspaceIds.length] as string;
+      const workspaceId = workspaceIds[chunk++ % workspaceIds.length] as string;
       const tickets = Array.from({ length: 200 }, () => ticketLife(workspaceId, n++)).flat();
       batch.push(log.append(`bench-${workspaceId}-${n}`, tickets, 'no_stream'));
     }

@@ -18,10 +18,10 @@
 // and every apply then throws ProjectionReset, so each runner starts again from the checkpoint (none
 // after a loss: a rebuild from the log). Connection failures throw ProjectionReset too.
 import { randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import { ReplyError, type Redis } from 'ioredis';
 import { ProjectionReset } from '../src/app/projection-runner.js';
 import { createRedisClient, redisReady } from '../src/shared/redis.js';
-import type { DocumentProjection, DocumentStore, DocumentStores, EventRef } from './tickets-store.js';
+import { StoreUnavailable, type DocumentProjection, type DocumentStore, type DocumentStores, type EventRef } from './tickets-store.js';
 
 // KEYS: docs (hash key → JSON), meta (hash key → "order at partition"), checkpoint (the position),
 // ref (the checkpoint's EventRef as JSON), scratch, epoch. ARGV[1]: the prefix of partition and
@@ -193,6 +193,15 @@ export const createRedisDocumentStore = <D>(
   let queue: Queued<D>[] = [];
   let flushing = false;
 
+  /** A read: a failure to reach Redis (closed, timed out) is StoreUnavailable; an error Redis answered stays as it is. */
+  const read = async <T>(call: () => Promise<T>): Promise<T> => {
+    try {
+      return await call();
+    } catch (error) {
+      throw error instanceof ReplyError ? error : new StoreUnavailable(`read model ${projection.name}: Redis unavailable (${(error as Error).message})`, { cause: error });
+    }
+  };
+
   const remember = (key: string, at: string, doc: D): void => {
     cache.delete(key);
     cache.set(key, { at, doc });
@@ -288,7 +297,7 @@ export const createRedisDocumentStore = <D>(
       return bind();
     },
     async get(key) {
-      const json = await client.hget(keys[0], key);
+      const json = await read(() => client.hget(keys[0], key));
       return json === null ? undefined : (JSON.parse(json) as D);
     },
     apply(event, key, evolve) {
@@ -300,11 +309,11 @@ export const createRedisDocumentStore = <D>(
     async list(query) {
       const start = (query.page - 1) * query.pageSize;
       const where = Object.entries(query.where ?? {}).flat();
-      const [total, ...docs] = (await client.documentList(...keys, prefix, query.partition, query.newestFirst ? '1' : '0', String(start), String(start + query.pageSize - 1), ...where)) as [number, ...string[]];
+      const [total, ...docs] = (await read(() => client.documentList(...keys, prefix, query.partition, query.newestFirst ? '1' : '0', String(start), String(start + query.pageSize - 1), ...where))) as [number, ...string[]];
       return { items: docs.map((json) => JSON.parse(json) as D), total };
     },
     async dump() {
-      const all = await client.hgetall(keys[0]);
+      const all = await read(() => client.hgetall(keys[0]));
       return new Map(Object.entries(all).map(([key, json]) => [key, JSON.parse(json) as D]));
     },
     async clear() {

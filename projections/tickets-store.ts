@@ -58,6 +58,14 @@ export interface DocumentProjection<D> {
   partitionOf(doc: D): string;
 }
 
+/** A store's read failed because the store cannot be reached (not because of what it holds). */
+export class StoreUnavailable extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'StoreUnavailable';
+  }
+}
+
 /** Where a process keeps its read models: memory (embedded) or the Redis every API server shares. */
 export interface DocumentStores {
   open<D>(projection: Pick<DocumentProjection<D>, 'name' | 'filters' | 'partitionOf'>): DocumentStore<D>;

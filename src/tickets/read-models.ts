@@ -8,14 +8,14 @@ import { domainError } from '../domain/errors.js';
 import { business } from '../http/api-error.js';
 import type { EventLog, RecordedEvent } from '../log/event-log.js';
 import { TICKET_PROJECTIONS } from '../../projections/registry.js';
-import { applier, type DocumentProjection, type DocumentStore } from '../../projections/tickets-store.js';
+import { applier, StoreUnavailable, type DocumentProjection, type DocumentStore } from '../../projections/tickets-store.js';
 
 /** Seconds a client is told to wait (the contract's retry guidance for 503 is growing pauses). */
 const RETRY_AFTER_S = '1';
 
 const unavailable = () => business(domainError('SERVICE_UNAVAILABLE', 'Tickets and contacts are unavailable for a moment: retry shortly'), { 'Retry-After': RETRY_AFTER_S });
 
-/** The store's reads, refused while the stores are out of reach (a failing read then is a 503 too). */
+/** The store's reads, refused while the stores are out of reach (a read that cannot reach them is a 503 too). */
 const guarded = <D>(store: DocumentStore<D>, available: () => boolean): DocumentStore<D> => {
   const read =
     <A extends unknown[], R>(call: (...args: A) => Promise<R>) =>
@@ -24,7 +24,7 @@ const guarded = <D>(store: DocumentStore<D>, available: () => boolean): Document
       try {
         return await call(...args);
       } catch (error) {
-        throw available() ? error : unavailable();
+        throw error instanceof StoreUnavailable ? unavailable() : error;
       }
     };
   return { ...store, get: read(store.get), list: read(store.list) };

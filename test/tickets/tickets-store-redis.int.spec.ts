@@ -3,6 +3,7 @@ import type { Redis } from 'ioredis';
 import { ProjectionReset } from '../../src/app/projection-runner.js';
 import { createMemoryDocumentStore } from '../../projections/tickets-store-memory.js';
 import { createRedisDocumentStore } from '../../projections/tickets-store-redis.js';
+import { StoreUnavailable } from '../../projections/tickets-store.js';
 import { createRedisClient, redisReady } from '../../src/shared/redis.js';
 import { documentStoreContract, ref, ROWS, type Row } from './document-store.contract.js';
 
@@ -58,5 +59,19 @@ describe('redis document store', () => {
     expect(await two.checkpoint()).to.deep.equal(ref(1));
     await two.apply(ref(2), 't1', (d) => d && { ...d, n: 2 });
     expect(await one.get('t1')).to.deep.equal(doc(2));
+  });
+
+  it('reports reads that cannot reach Redis as StoreUnavailable (the API answers 503 for them)', async () => {
+    const unreachable = createRedisClient('redis://127.0.0.1:1', 'command');
+    try {
+      const store = createRedisDocumentStore(ROWS, { client: unreachable, keyPrefix: prefix() });
+      for (const read of [() => store.get('t1'), () => store.list({ partition: 'w1', newestFirst: true, page: 1, pageSize: 10 }), () => store.dump()]) {
+        let thrown: unknown = null;
+        await read().catch((error: unknown) => (thrown = error));
+        expect(thrown).to.be.instanceOf(StoreUnavailable);
+      }
+    } finally {
+      unreachable.disconnect();
+    }
   });
 });

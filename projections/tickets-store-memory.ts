@@ -49,6 +49,7 @@ export const createMemoryDocumentStore = <D>(projection: Pick<DocumentProjection
 export const memoryDocumentStores: DocumentStores = {
   open: (projection) => createMemoryDocumentStore(projection),
   available: () => true,
+  connected: async () => true,
   onReconnect: () => undefined,
   close: async () => undefined,
 };

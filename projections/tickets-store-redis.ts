@@ -343,6 +343,8 @@ export const createRedisDocumentStores = (options: { readonly url: string; reado
   return {
     open: (projection) => createRedisDocumentStore(projection, { client, ...(options.keyPrefix === undefined ? {} : { keyPrefix: options.keyPrefix }) }),
     available: () => client.status === 'ready',
+    connected: (timeoutMs) =>
+      Promise.race([redisReady(client).then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), timeoutMs).unref())]),
     onReconnect: (listener) => void listeners.push(listener),
     close: async () => client.disconnect(),
   };

@@ -71,6 +71,8 @@ export interface DocumentStores {
   open<D>(projection: Pick<DocumentProjection<D>, 'name' | 'filters' | 'partitionOf'>): DocumentStore<D>;
   /** False while the stores cannot be reached: callers answer 503 instead of waiting. */
   available(): boolean;
+  /** Whether the stores can be reached within `timeoutMs` (at start). */
+  connected(timeoutMs: number): Promise<boolean>;
   /** Calls `listener` each time the stores can be reached again after an outage (their data may be gone). */
   onReconnect(listener: () => void): void;
   close(): Promise<void>;

@@ -44,21 +44,26 @@ const checkpointIn = async <D>(log: EventLog, store: DocumentStore<D>, name: str
   return 0;
 };
 
-const runnerOf = <D>(core: Core, projection: DocumentProjection<D>): { store: DocumentStore<D>; runner: ProjectionRunner } => {
-  const store = core.documents.open(projection);
-  const runner = createProjectionRunner(core.log, {
-    name: projection.name,
-    types: projection.types,
-    checkpoint: () => checkpointIn(core.log, store, projection.name),
-    apply: applier(projection, store),
-  });
-  return { store: guarded(store, core.documents.available), runner };
-};
+/** How long a starting server waits for an unreachable store before it serves without it (503s). */
+const CONNECT_WAIT_MS = 3_000;
 
 export const createTicketReadModels = (core: Core) => {
-  const tickets = runnerOf(core, TICKET_PROJECTIONS.tickets);
-  const messages = runnerOf(core, TICKET_PROJECTIONS.messages);
-  const contacts = runnerOf(core, TICKET_PROJECTIONS.contacts);
+  // Reads and commands are served once the stores can be reached and have caught up at start.
+  let caughtUp = false;
+  const available = () => caughtUp && core.documents.available();
+  const runnerOf = <D>(projection: DocumentProjection<D>): { store: DocumentStore<D>; runner: ProjectionRunner } => {
+    const store = core.documents.open(projection);
+    const runner = createProjectionRunner(core.log, {
+      name: projection.name,
+      types: projection.types,
+      checkpoint: () => checkpointIn(core.log, store, projection.name),
+      apply: applier(projection, store),
+    });
+    return { store: guarded(store, available), runner };
+  };
+  const tickets = runnerOf(TICKET_PROJECTIONS.tickets);
+  const messages = runnerOf(TICKET_PROJECTIONS.messages);
+  const contacts = runnerOf(TICKET_PROJECTIONS.contacts);
   const runners = [tickets.runner, messages.runner, contacts.runner];
   const settled = async (position: number): Promise<void> => {
     await Promise.all(runners.map((r) => r.waitFor(position)));
@@ -67,7 +72,7 @@ export const createTicketReadModels = (core: Core) => {
     settled,
     /** Throws the 503 while the stores are out of reach: commands call it before they write. */
     assertAvailable(): void {
-      if (!core.documents.available()) throw unavailable();
+      if (!available()) throw unavailable();
     },
     /** After a command: its last event, or when it decided nothing, everything up to now (what it read). */
     async settledAfter(records: readonly RecordedEvent[]): Promise<void> {
@@ -79,9 +84,16 @@ export const createTicketReadModels = (core: Core) => {
     async start() {
       // Redis may come back empty (no persistence): each projection checks its epoch and rebuilds if so.
       core.documents.onReconnect(() => runners.forEach((runner) => runner.resume('its store is reachable again')));
-      for (const runner of runners) await runner.start();
-      // The embedded stores start empty: serve reads only once they have caught up with the log.
-      await settled(await core.log.headPosition());
+      const startup = (async () => {
+        for (const runner of runners) await runner.start();
+        // Serve reads only once the stores have caught up with the log (the embedded ones start empty).
+        await settled(await core.log.headPosition());
+        caughtUp = true;
+      })();
+      if (await core.documents.connected(CONNECT_WAIT_MS)) return startup;
+      // The rest of the service (the log, /updates, webhooks) does not need this store: start without it.
+      console.warn('read models: their store cannot be reached; tickets and contacts answer 503 until it can');
+      startup.catch((error: unknown) => console.error('read models: start failed:', error));
     },
     async stop() {
       for (const runner of runners) await runner.stop();

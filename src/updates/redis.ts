@@ -13,9 +13,17 @@ export interface RedisNotifierOptions {
   readonly url: string;
   /** Namespaces the channel (tests, several deployments on one Redis). */
   readonly channelPrefix?: string;
+  /** How long to wait for Redis at start before going on without it (default 3 s). */
+  readonly connectWaitMs?: number;
 }
 
-/** Resolves once subscribed, so no announcement after it is missed. */
+const CONNECT_WAIT_MS = 3_000;
+
+/**
+ * Resolves once subscribed, so no announcement after it is missed; or, when Redis cannot be reached
+ * in time, at once: a process must start without it (long polls then answer at their timeout), and
+ * the subscription is made when Redis comes.
+ */
 export const createRedisNotifier = async (options: RedisNotifierOptions): Promise<Notifier> => {
   const channel = `${options.channelPrefix ?? ''}feed`;
   const local = createMemoryNotifier();
@@ -26,7 +34,13 @@ export const createRedisNotifier = async (options: RedisNotifierOptions): Promis
     if (from !== channel || space < 0) return;
     void local.publish(message.slice(space + 1), Number(message.slice(0, space)));
   });
-  await Promise.all([subscriber.subscribe(channel), redisReady(publisher)]);
+  // Never rejected: a subscription still queued when the notifier closes fails, and nobody waits for it.
+  const connected = Promise.all([subscriber.subscribe(channel), redisReady(publisher)]).then(
+    () => true,
+    () => false,
+  );
+  const timeout = new Promise<boolean>((resolve) => setTimeout(() => resolve(false), options.connectWaitMs ?? CONNECT_WAIT_MS).unref());
+  if (!(await Promise.race([connected, timeout]))) console.warn('updates: Redis cannot be reached; long polls answer at their timeout until it can');
   return {
     async publish(workspaceId, offset) {
       await publisher.publish(channel, `${offset} ${workspaceId}`);

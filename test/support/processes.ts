@@ -19,7 +19,8 @@ export interface RoleProcess {
 }
 
 export interface ProcessGroup {
-  start(name: string, env: Record<string, string>): Promise<RoleProcess>;
+  /** Starts a role and waits until its /readyz answers 200, or with `{ ready: false }` only until it listens. */
+  start(name: string, env: Record<string, string>, options?: { readonly ready?: boolean }): Promise<RoleProcess>;
   /** The last lines each process wrote, for a failing test's report. */
   outputs(lines?: number): string;
   stopAll(graceMs?: number): Promise<void>;
@@ -43,7 +44,7 @@ export const createProcessGroup = (baseEnv: Record<string, string>): ProcessGrou
   const children: { readonly child: ChildProcess; readonly exited: Promise<void> }[] = [];
   const output = new Map<string, string[]>();
 
-  const start = async (name: string, env: Record<string, string>): Promise<RoleProcess> => {
+  const start: ProcessGroup['start'] = async (name, env, options = {}) => {
     // Only what the test says: an inherited REDIS_URL or KAFKA_BROKERS must not leak into a role.
     const { PATH, HOME, NODE_OPTIONS } = process.env;
     const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
@@ -66,7 +67,7 @@ export const createProcessGroup = (baseEnv: Record<string, string>): ProcessGrou
     });
     children.push({ child, exited });
     const url = await listening;
-    await ready(url, () => child.exitCode === null && child.signalCode === null);
+    if (options.ready !== false) await ready(url, () => child.exitCode === null && child.signalCode === null);
     return { name, url, child, exited, kill: (signal = 'SIGTERM') => void child.kill(signal) };
   };
 

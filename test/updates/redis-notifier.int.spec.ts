@@ -44,4 +44,23 @@ notifierContract('redis', redisUrl ? () => pair(redisUrl) : null);
     expect(got).to.have.length.greaterThan(0);
     expect(got).to.not.include(1);
   });
+
+  it('starts while Redis is down, and subscribes once Redis is there', async () => {
+    await redis.stop();
+    const channelPrefix = `test:${Math.random().toString(16).slice(2)}:`;
+    const late = await createRedisNotifier({ url: redis.url, channelPrefix, connectWaitMs: 200 });
+    await redis.start();
+    const publisher = await createRedisNotifier({ url: redis.url, channelPrefix });
+    try {
+      const got: number[] = [];
+      late.subscribe('w', (offset) => got.push(offset));
+      for (let offset = 1; got.length === 0 && offset < 200; offset++) {
+        await publisher.publish('w', offset);
+        await new Promise((r) => setTimeout(r, 25));
+      }
+      expect(got).to.have.length.greaterThan(0);
+    } finally {
+      await Promise.all([late.close(), publisher.close()]);
+    }
+  });
 });

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { deliveryIdOf } from '../../src/domain/delivery/ids.js';
 import { randomId } from '../../src/shared/ids.js';
-import { createProcessGroup, socketOwner, type ProcessGroup, type RoleProcess } from '../support/processes.js';
+import { clusterEnv, createProcessGroup, socketOwner, type ProcessGroup, type RoleProcess } from '../support/processes.js';
 import { startReceiver, type Receiver, type ReceivedRequest } from '../support/receiver.js';
 import { redisServerInstalled, startPrivateRedis, type PrivateRedis } from '../support/redis-server.js';
 import { call, type Reply } from '../support/server.js';
@@ -41,15 +41,9 @@ describe('distributed mode with real processes (e2e)', function () {
     if (process.env['REDIS_URL'] === undefined || brokers === undefined || !redisServerInstalled()) this.skip();
     redis = await startPrivateRedis();
     dataDir = mkdtempSync(path.join(tmpdir(), 'sp-distributed-'));
-    const run = randomId().slice(0, 12);
     env = {
+      ...clusterEnv('distributed', redis.url, brokers),
       DATA_DIR: dataDir,
-      REDIS_URL: redis.url,
-      KAFKA_BROKERS: brokers,
-      KAFKA_TOPIC: `distributed-${run}`,
-      KAFKA_GROUP: `dispatchers-${run}`,
-      // The least the broker allows (group.min.session.timeout.ms): a killed dispatcher's partitions move sooner.
-      KAFKA_SESSION_TIMEOUT_MS: '6000',
       ADMIN_TOKEN: ADMIN,
       WEBHOOK_SECRET_KEY: 'ab'.repeat(32),
       WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8',

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { deliveryIdOf } from '../../src/domain/delivery/ids.js';
-import { randomId } from '../../src/shared/ids.js';
+import { clusterEnv } from '../support/processes.js';
 import { startReceiver, type Receiver, type ReceivedRequest } from '../support/receiver.js';
 import { redisServerInstalled, startPrivateRedis, type PrivateRedis } from '../support/redis-server.js';
 import { startTestService, type TestService, type TestWorkspace } from '../support/server.js';
@@ -52,13 +52,8 @@ describe('retry schedule shared by dispatchers in Redis (e2e)', function () {
     if (process.env['REDIS_URL'] === undefined || brokers === undefined || !redisServerInstalled()) this.skip();
     redis = await startPrivateRedis();
     dataDir = mkdtempSync(path.join(tmpdir(), 'sp-retry-schedule-'));
-    const run = randomId().slice(0, 12);
     env = {
-      REDIS_URL: redis.url,
-      KAFKA_BROKERS: brokers,
-      KAFKA_TOPIC: `retry-schedule-${run}`,
-      KAFKA_GROUP: `dispatchers-${run}`,
-      KAFKA_SESSION_TIMEOUT_MS: '6000',
+      ...clusterEnv('retry-schedule', redis.url, brokers),
       WEBHOOK_SECRET_KEY: 'cd'.repeat(32),
       WEBHOOK_RETRY_DELAYS: Array(5).fill(`${RETRY_DELAY_MS}ms`).join(','),
       WEBHOOK_TIMEOUT_MS: '10000',

@@ -8,6 +8,7 @@
 //   await group.stopAll();                                     // SIGTERM, then SIGKILL after a grace
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { randomId } from '../../src/shared/ids.js';
 
 export interface RoleProcess {
   readonly name: string;
@@ -27,6 +28,15 @@ export interface ProcessGroup {
 }
 
 const READY_TIMEOUT_MS = 60_000;
+
+/**
+ * What every role of a test cluster shares: a Redis, the test run's Kafka, a topic and group of its
+ * own, and the least session timeout the broker allows (a killed dispatcher's partitions move sooner).
+ */
+export const clusterEnv = (name: string, redisUrl: string, brokers: string): Record<string, string> => {
+  const run = `${name}-${randomId().slice(0, 12)}`;
+  return { REDIS_URL: redisUrl, KAFKA_BROKERS: brokers, KAFKA_TOPIC: run, KAFKA_GROUP: `dispatchers-${run}`, KAFKA_SESSION_TIMEOUT_MS: '6000' };
+};
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 

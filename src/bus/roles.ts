@@ -77,6 +77,7 @@ const dispatcherFeatures = (core: Core): Feature[] => {
   };
   // A claim outlives one attempt (its send timeout, then recording), so only a dead dispatcher's claims expire.
   const shared = config.redisUrl === null ? undefined : createRedisRetrySchedule({ url: config.redisUrl, leaseMs: 2 * config.webhooks.timeoutMs + CLAIM_LEASE_MARGIN_MS });
+  if (shared === undefined) console.warn('dispatcher without REDIS_URL: its retry schedule is its own, so run only one dispatcher (each would send every retry)');
   return [webhooksWithDelivery(createKafkaSource(bus), shared)(core), healthFeature(core)];
 };
 

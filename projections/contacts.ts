@@ -15,6 +15,7 @@ const fieldsIn = (data: JsonObject): Partial<ContactFields> =>
 
 export const contactProjection: DocumentProjection<ContactRow> = {
   name: 'contacts',
+  version: 1,
   types: [CONTACT_REGISTERED, CONTACT_CHANGED, CONTACT_BLOCKED, CONTACT_UNBLOCKED],
   filters: [],
   keyOf: ({ data }) => textOf(data['contact_id']),

@@ -27,6 +27,7 @@ const withoutReactor = (row: MessageRow, reactorId: unknown): readonly Reaction[
 
 export const messageProjection: DocumentProjection<MessageRow> = {
   name: 'ticket-messages',
+  version: 1,
   types: ['message.created', 'message.edited', 'message.reaction.added', 'message.reaction.removed'],
   filters: [],
   keyOf: ({ data }) => textOf(data['message_id']),

@@ -178,13 +178,13 @@ export interface RedisDocumentStoreOptions {
 }
 
 export const createRedisDocumentStore = <D>(
-  projection: Pick<DocumentProjection<D>, 'name' | 'filters' | 'partitionOf'>,
+  projection: Pick<DocumentProjection<D>, 'name' | 'version' | 'filters' | 'partitionOf'>,
   options: RedisDocumentStoreOptions,
 ): DocumentStore<D> => {
   const client = options.client as Scripted;
   for (const [name, lua] of Object.entries(SCRIPTS)) client.defineCommand(name, { numberOfKeys: 6, lua: PRELUDE + lua });
-  // One hash tag per projection: its keys share a cluster slot, as its scripts need.
-  const tag = `{${options.keyPrefix ?? ''}rm:${projection.name}}`;
+  // One hash tag per projection version: its keys share a cluster slot, as its scripts need.
+  const tag = `{${options.keyPrefix ?? ''}rm:${projection.name}:v${projection.version}}`;
   const keys = [`${tag}:docs`, `${tag}:meta`, `${tag}:checkpoint`, `${tag}:ref`, `${tag}:scratch`, `${tag}:epoch`] as const;
   const prefix = `${tag}:`;
   const cache = new Map<string, Known<D>>();

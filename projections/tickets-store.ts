@@ -49,6 +49,12 @@ export interface DocumentStore<D> {
 
 export interface DocumentProjection<D> {
   readonly name: string;
+  /**
+   * Bumped whenever `evolve` or the document's shape changes: a store that outlives the process (Redis)
+   * keeps each version apart, so a new version is built from the log beside the old one, which the
+   * servers not yet upgraded go on using during a rolling deploy.
+   */
+  readonly version: number;
   readonly types: readonly string[];
   /** Fields list queries filter on (a store may index them). */
   readonly filters: readonly string[];
@@ -68,7 +74,7 @@ export class StoreUnavailable extends Error {
 
 /** Where a process keeps its read models: memory (embedded) or the Redis every API server shares. */
 export interface DocumentStores {
-  open<D>(projection: Pick<DocumentProjection<D>, 'name' | 'filters' | 'partitionOf'>): DocumentStore<D>;
+  open<D>(projection: Pick<DocumentProjection<D>, 'name' | 'version' | 'filters' | 'partitionOf'>): DocumentStore<D>;
   /** False while the stores cannot be reached: callers answer 503 instead of waiting. */
   available(): boolean;
   /** Whether the stores can be reached within `timeoutMs` (at start). */

@@ -59,6 +59,7 @@ const evolveRow = (row: TicketRow, type: string, data: JsonObject): TicketRow =>
 
 export const ticketProjection: DocumentProjection<TicketRow> = {
   name: 'tickets',
+  version: 1,
   types: [TICKET_OPENED, TICKET_CHANGED, 'ticket.assigned', 'ticket.transferred', 'ticket.force_taken', 'ticket.closed', 'ticket.reopened', 'ticket.rated', 'message.created', 'message.edited'],
   filters: ['status', 'contact_id'],
   keyOf: ({ data }) => textOf(data['ticket_id']),

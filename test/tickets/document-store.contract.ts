@@ -13,8 +13,9 @@ export interface Row {
 }
 
 /** The projection shape a store sees: partitions by workspace, filters on two fields. */
-export const ROWS: Pick<DocumentProjection<Row>, 'name' | 'filters' | 'partitionOf'> = {
+export const ROWS: Pick<DocumentProjection<Row>, 'name' | 'version' | 'filters' | 'partitionOf'> = {
   name: 'contract-rows',
+  version: 1,
   filters: ['status', 'contact_id'],
   partitionOf: (row) => row.ws,
 };

@@ -44,7 +44,7 @@ describe('redis document store', () => {
     await one.apply(ref(1), 't1', () => doc(1));
     await two.apply(ref(2), 't1', (d) => d && { ...d, n: 2 });
     // What a Redis restarted without persistence looks like: nothing of the store is left.
-    const keys = await redis.keys(`{${keyPrefix}rm:${ROWS.name}}*`);
+    const keys = await redis.keys(`{${keyPrefix}rm:${ROWS.name}:v${ROWS.version}}*`);
     expect(keys.length).to.be.greaterThan(2);
     await redis.del(...keys);
 
@@ -59,6 +59,18 @@ describe('redis document store', () => {
     expect(await two.checkpoint()).to.deep.equal(ref(1));
     await two.apply(ref(2), 't1', (d) => d && { ...d, n: 2 });
     expect(await one.get('t1')).to.deep.equal(doc(2));
+  });
+
+  (redisUrl ? it : it.skip)('keeps each projection version apart: a new version is built beside the old one', async () => {
+    const [redis, keyPrefix] = [await connect(), prefix()];
+    const [v1, v2] = [createRedisDocumentStore(ROWS, { client: redis, keyPrefix }), createRedisDocumentStore({ ...ROWS, version: 2 }, { client: redis, keyPrefix })];
+    await Promise.all([v1.checkpoint(), v2.checkpoint()]);
+    await v1.apply(ref(1), 't1', () => ({ id: 't1', ws: 'w1', status: 'open', contact_id: null, n: 1 }));
+    expect(await v2.checkpoint()).to.equal(null);
+    expect(await v2.get('t1')).to.equal(undefined);
+    await v2.apply(ref(1), 't1', () => ({ id: 't1', ws: 'w1', status: 'open', contact_id: null, n: 2 }));
+    expect((await v1.get('t1'))?.n).to.equal(1);
+    expect((await v2.get('t1'))?.n).to.equal(2);
   });
 
   it('reports reads that cannot reach Redis as StoreUnavailable (the API answers 503 for them)', async () => {

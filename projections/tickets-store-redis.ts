@@ -266,7 +266,9 @@ export const createRedisDocumentStore = <D>(
       }
       [...changes.values()].forEach((c, i) => {
         if (rest[i] === 'applied') cache.delete(c.key);
-        else if (c.doc !== undefined) remember(c.key, String((c.events.at(-1) as Queued<D>).event.position), c.doc);
+        // An unchanged document was not written: Redis still has it at the position it came from.
+        else if (c.doc !== c.from.doc) remember(c.key, String((c.events.at(-1) as Queued<D>).event.position), c.doc as D);
+        else if (c.from.doc !== undefined) remember(c.key, c.from.at, c.from.doc);
       });
       return;
     }

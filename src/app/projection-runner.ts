@@ -34,6 +34,8 @@ export interface ProjectionRunner {
   waitFor(position: number): Promise<void>;
   /** Reads the store's checkpoint again and goes on from there (a shared store back after an outage may have lost data). */
   resume(reason: string): void;
+  /** True from start or a resume until the projection has caught up with the log (false once stopped or failed). */
+  catchingUp(): boolean;
   start(): Promise<void>;
   stop(): Promise<void>;
 }
@@ -222,6 +224,7 @@ export const createProjectionTail = (log: EventLog): ProjectionTail => {
         position: () => member.progress.applied(),
         waitFor: (position) => member.progress.waitFor(position),
         resume: (reason) => failed(member, new ProjectionReset(reason)),
+        catchingUp: () => members.has(member) && !member.live,
         async start() {
           members.add(member);
           await resume(member).catch((error: unknown) => {

@@ -48,9 +48,10 @@ const checkpointIn = async <D>(log: EventLog, store: DocumentStore<D>, name: str
 const CONNECT_WAIT_MS = 3_000;
 
 export const createTicketReadModels = (core: Core) => {
-  // Reads and commands are served once the stores can be reached and have caught up at start.
+  // Reads and commands are served once the stores can be reached and have caught up with the log, at
+  // start and after a reset (a store rebuilt after Redis came back empty would list part of the data).
   let caughtUp = false;
-  const available = () => caughtUp && core.documents.available();
+  const available = () => caughtUp && core.documents.available() && !runners.some((runner) => runner.catchingUp());
   const runnerOf = <D>(projection: DocumentProjection<D>): { store: DocumentStore<D>; runner: ProjectionRunner } => {
     const store = core.documents.open(projection);
     const runner = createProjectionRunner(core.log, {

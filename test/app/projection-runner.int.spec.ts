@@ -168,4 +168,33 @@ describe('projection runners on one log tail (int)', () => {
       await runner.stop();
     }
   });
+
+  it('says it is catching up from start and from a resume until it has reached the log, and not once live', async () => {
+    const head = await appendMany(log, 30);
+    let open = (): void => undefined;
+    let gate = new Promise<void>((resolve) => (open = resolve));
+    const runner = createProjectionRunner(log, { name: 'gated', types: ['a'], checkpoint: () => 0, apply: () => gate });
+    const live = async () => {
+      for (let i = 0; i < 200 && runner.catchingUp(); i++) await new Promise((resolve) => setTimeout(resolve, 5));
+      return !runner.catchingUp();
+    };
+    const consoleWarn = console.warn;
+    console.warn = () => undefined;
+    try {
+      await runner.start();
+      expect(runner.catchingUp(), 'started, applies held').to.equal(true);
+      open();
+      await runner.waitFor(head);
+      expect(await live()).to.equal(true);
+      gate = new Promise<void>((resolve) => (open = resolve));
+      runner.resume('a test');
+      expect(runner.catchingUp(), 'resumed from its checkpoint, applies held').to.equal(true);
+      open();
+      expect(await live()).to.equal(true);
+    } finally {
+      console.warn = consoleWarn;
+      await runner.stop();
+    }
+    expect(runner.catchingUp(), 'stopped').to.equal(false);
+  });
 });

@@ -20,7 +20,7 @@
 import { randomBytes } from 'node:crypto';
 import { ReplyError, type Redis } from 'ioredis';
 import { ProjectionReset } from '../src/app/projection-runner.js';
-import { createRedisClient, redisReady } from '../src/shared/redis.js';
+import { createRedisClient, redisReady, succeedsWithin } from '../src/shared/redis.js';
 import { StoreUnavailable, type DocumentProjection, type DocumentStore, type DocumentStores, type EventRef } from './tickets-store.js';
 
 // KEYS: docs (hash key → JSON), meta (hash key → "order at partition"), checkpoint (the position),
@@ -345,8 +345,7 @@ export const createRedisDocumentStores = (options: { readonly url: string; reado
   return {
     open: (projection) => createRedisDocumentStore(projection, { client, ...(options.keyPrefix === undefined ? {} : { keyPrefix: options.keyPrefix }) }),
     available: () => client.status === 'ready',
-    connected: (timeoutMs) =>
-      Promise.race([redisReady(client).then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), timeoutMs).unref())]),
+    connected: (timeoutMs) => succeedsWithin(redisReady(client), timeoutMs),
     onReconnect: (listener) => void listeners.push(listener),
     close: async () => client.disconnect(),
   };

@@ -5,7 +5,7 @@
 // missed until the poll's timeout; one always-subscribed channel has no such window, and an
 // announcement is a few bytes per process. ioredis re-subscribes after a reconnect; announcements
 // during an outage are lost, which only delays the waiting polls to their timeout.
-import { createRedisClient, redisReady } from '../shared/redis.js';
+import { createRedisClient, redisReady, succeedsWithin } from '../shared/redis.js';
 import { createMemoryNotifier } from './memory.js';
 import type { Notifier } from './notifier.js';
 
@@ -34,13 +34,9 @@ export const createRedisNotifier = async (options: RedisNotifierOptions): Promis
     if (from !== channel || space < 0) return;
     void local.publish(message.slice(space + 1), Number(message.slice(0, space)));
   });
-  // Never rejected: a subscription still queued when the notifier closes fails, and nobody waits for it.
-  const connected = Promise.all([subscriber.subscribe(channel), redisReady(publisher)]).then(
-    () => true,
-    () => false,
-  );
-  const timeout = new Promise<boolean>((resolve) => setTimeout(() => resolve(false), options.connectWaitMs ?? CONNECT_WAIT_MS).unref());
-  if (!(await Promise.race([connected, timeout]))) console.warn('updates: Redis cannot be reached; long polls answer at their timeout until it can');
+  // A subscription still queued when the notifier closes fails; nobody waits for it then.
+  const connected = Promise.all([subscriber.subscribe(channel), redisReady(publisher)]);
+  if (!(await succeedsWithin(connected, options.connectWaitMs ?? CONNECT_WAIT_MS))) console.warn('updates: Redis cannot be reached; long polls answer at their timeout until it can');
   return {
     async publish(workspaceId, offset) {
       await publisher.publish(channel, `${offset} ${workspaceId}`);

@@ -202,7 +202,8 @@ describe('webhook delivery (e2e)', () => {
     await eventually('the count reset', async () => (await consecutiveFailures(sub.id)) === 0);
   });
 
-  it('sends no scheduled retry once the subscription is deactivated, even if re-activated later', async () => {
+  /** A delivery whose attempt 1 failed and is recorded, its retry scheduled (slowly). */
+  const retryWaiting = async () => {
     await startWithWorkspace(SLOW_RETRIES);
     const hook = await receiver();
     hook.respond({ kind: 'status', status: 500 });
@@ -210,6 +211,11 @@ describe('webhook delivery (e2e)', () => {
     await emit(test, ws.workspaceId);
     await hook.waitForRequests(1);
     await eventually('attempt 1 recorded', async () => (await deliveries(sub.id))[0]?.attempt === 1);
+    return { hook, sub };
+  };
+
+  it('sends no scheduled retry once the subscription is deactivated, even if re-activated later', async () => {
+    const { hook, sub } = await retryWaiting();
     expect((await ws.api('PATCH', `/api/v1/webhooks/${sub.id}`, { is_active: false })).status).to.equal(200);
     await eventually('the delivery cancelled', async () => (await deliveries(sub.id))[0]?.status === 'cancelled');
     expect((await ws.api('PATCH', `/api/v1/webhooks/${sub.id}`, { is_active: true })).status).to.equal(200);
@@ -218,13 +224,7 @@ describe('webhook delivery (e2e)', () => {
   });
 
   it('DELETE cancels scheduled retries and deletes the delivery history', async () => {
-    await startWithWorkspace(SLOW_RETRIES);
-    const hook = await receiver();
-    hook.respond({ kind: 'status', status: 500 });
-    const sub = await subscribe(ws, hook.url);
-    await emit(test, ws.workspaceId);
-    await hook.waitForRequests(1);
-    await eventually('attempt 1 recorded', async () => (await deliveries(sub.id))[0]?.attempt === 1);
+    const { hook, sub } = await retryWaiting();
     expect((await ws.api('DELETE', `/api/v1/webhooks/${sub.id}`)).status).to.equal(204);
     await eventually('history deleted', async () => (await test.service.core.log.readStream(deliveryStream(sub.id))).length === 0);
     expect((await ws.api('GET', `/api/v1/webhooks/${sub.id}/deliveries`)).status).to.equal(404);

@@ -10,7 +10,7 @@ import { createProjectionRunner } from './app/projection-runner.js';
 import { createWorkspaceCommands } from './app/workspaces.js';
 import type { Config } from './config/config.js';
 import { isoMicros } from './domain/envelope.js';
-import { createHttpApp } from './http/app.js';
+import { createHttpApp, type RegisteredRoute } from './http/app.js';
 import { adminRoutes } from './http/routes/admin.js';
 import { systemMicros, type MicrosClock } from './log/clock.js';
 import { openRoleLog, roleFeatures } from './bus/roles.js';
@@ -33,6 +33,8 @@ export interface Service {
   readonly server: Server;
   /** The first workspace's API key when this start created it (shown once), else null. */
   readonly firstApiKey: { readonly workspaceId: string; readonly apiKey: string } | null;
+  /** Every route the server registered, on every surface. */
+  readonly routes: readonly RegisteredRoute[];
   close(): Promise<void>;
 }
 
@@ -91,7 +93,7 @@ export const startService = async (config: Config, options: ServiceOptions = {})
     firstApiKey = { workspaceId: created.workspaceId, apiKey: created.apiKey };
   }
 
-  const app = createHttpApp({
+  const { app, routes } = createHttpApp({
     directory,
     rateLimiter: core.rateLimiter,
     limits: config.rateLimit,
@@ -135,6 +137,7 @@ export const startService = async (config: Config, options: ServiceOptions = {})
     url: `http://${host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host}:${address.port}`,
     server,
     firstApiKey,
+    routes,
     close: () => (closing ??= close()),
   };
 };

@@ -1,5 +1,6 @@
 // The koa application: request ids, the error renderer, maintenance, body parsing, then three
-// surfaces — the public /api/v1 (API key), /admin/v1 and /internal/v1 (admin token).
+// surfaces — the public /api/v1 (API key), /admin/v1 and /internal/v1 (admin token). Paths match
+// exactly and case-sensitively everywhere, and each guard decides with its own surface's router.
 import { timingSafeEqual, createHash } from 'node:crypto';
 import Koa from 'koa';
 import { Router } from '@koa/router';
@@ -73,39 +74,72 @@ const adminOnly = (token: string | null): Koa.Middleware => async (ctx, next) =>
   await next();
 };
 
-const surface = (prefix: string, modules: readonly RouteModule[], pick: (m: RouteModule) => ((r: ApiRouter) => void) | undefined) => {
-  const router = new Router<ApiState>({ prefix });
+/**
+ * The one rule for matching paths on the whole server: exact and case-sensitive, as written. Another
+ * letter case, a trailing or doubled slash, a percent-encoded letter or a `;` parameter is another
+ * path, and so an unknown route.
+ */
+const MATCHING = { sensitive: true, strict: true } as const;
+
+/** A versioned surface: its routes and the guard that every request reaching them passes. */
+interface Surface {
+  readonly prefix: string;
+  readonly router: ApiRouter;
+  readonly guard: Koa.Middleware;
+}
+
+const surface = (prefix: string, guard: Koa.Middleware, modules: readonly RouteModule[], pick: (m: RouteModule) => ((r: ApiRouter) => void) | undefined): Surface => {
+  const router = new Router<ApiState>({ prefix, ...MATCHING });
   modules.forEach((m) => pick(m)?.(router));
-  return router;
+  return { prefix, router, guard };
 };
 
-/** Guards every path under a prefix, matched or not, so unknown paths are authenticated and counted too. */
-const guardPrefix = (prefix: string, guard: Koa.Middleware): Koa.Middleware => async (ctx, next) =>
-  ctx.path === prefix || ctx.path.startsWith(`${prefix}/`) ? guard(ctx, next) : next();
+/**
+ * The guard runs wherever the surface's router would dispatch: its own matcher decides, so no
+ * spelling of a path reaches a handler around the guard. Unknown paths under the prefix pass the
+ * guard too, so they are authenticated and counted like the rest.
+ */
+const guarded = ({ prefix, router, guard }: Surface): Koa.Middleware => async (ctx, next) =>
+  router.match(ctx.path, ctx.method).path.length > 0 || ctx.path === prefix || ctx.path.startsWith(`${prefix}/`) ? guard(ctx, next) : next();
 
-export const createHttpApp = (options: HttpAppOptions): Koa<ApiState> => {
+/** A route as registered: its methods and its path pattern (e.g. `/api/v1/tickets/:ticket_id`). */
+export interface RegisteredRoute {
+  readonly methods: readonly string[];
+  readonly path: string;
+}
+
+const registered = (router: ApiRouter): RegisteredRoute[] =>
+  router.stack.filter((layer) => layer.methods.length > 0).map((layer) => ({ methods: [...layer.methods], path: String(layer.path) }));
+
+export interface HttpApp {
+  readonly app: Koa<ApiState>;
+  /** Every route of every surface, open ones included. */
+  readonly routes: readonly RegisteredRoute[];
+}
+
+export const createHttpApp = (options: HttpAppOptions): HttpApp => {
   const app = new Koa<ApiState>({ proxy: options.trustProxy });
   app.silent = true;
   app.use(requestId());
   app.use(errors());
-  const open = new Router<ApiState>();
+  const open = new Router<ApiState>(MATCHING);
   options.modules.forEach((m) => m.open?.(open));
   app.use(open.routes());
   app.use(maintenance(options.maintenanceMode));
-  app.use(guardPrefix('/api/v1', authenticate(options) as Koa.Middleware));
-  app.use(guardPrefix('/admin/v1', adminOnly(options.adminToken)));
-  app.use(guardPrefix('/internal/v1', adminOnly(options.adminToken)));
-  app.use(jsonBody(options.bodyLimitBytes));
-  const routers = [
-    surface('/api/v1', options.modules, (m) => m.api),
-    surface('/admin/v1', options.modules, (m) => m.admin),
-    surface('/internal/v1', options.modules, (m) => m.internal),
+  const admin = adminOnly(options.adminToken);
+  const surfaces = [
+    surface('/api/v1', authenticate(options) as Koa.Middleware, options.modules, (m) => m.api),
+    surface('/admin/v1', admin, options.modules, (m) => m.admin),
+    surface('/internal/v1', admin, options.modules, (m) => m.internal),
   ];
+  for (const s of surfaces) app.use(guarded(s));
+  app.use(jsonBody(options.bodyLimitBytes));
+  const routers = surfaces.map((s) => s.router);
   for (const router of routers) app.use(router.routes());
   app.use(async (ctx) => {
     const allowed = routers.flatMap((r) => r.match(ctx.path, ctx.method).path.flatMap((l) => l.methods));
     if (allowed.length > 0) throw short(405, 'Method Not Allowed', { Allow: [...new Set(allowed)].join(', ') });
     throw short(404, 'Not Found');
   });
-  return app;
+  return { app, routes: [open, ...routers].flatMap(registered) };
 };

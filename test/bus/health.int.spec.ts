@@ -25,7 +25,7 @@ describe('health endpoints', function () {
   const serve = async (list: HealthCheck[]): Promise<string> => {
     checks = list;
     const feature = createHealthFeature(list, 1000);
-    const app = createHttpApp({
+    const { app } = createHttpApp({
       directory: createWorkspaceDirectory(),
       rateLimiter: createMemoryRateLimiter({ windowMs: 60_000 }),
       limits: { perKey: 100, perIp: 100 },

@@ -1,18 +1,18 @@
 // Entry point: parse configuration, start the service, stop gracefully on SIGINT/SIGTERM.
 import { ConfigError, loadConfig } from './config/config.js';
 import { LogUnavailable } from './log/event-log.js';
-import { startService } from './service.js';
+import { startService, type Service } from './service.js';
 
 const main = async () => {
   const config = loadConfig();
-  // Only the embedded role creates a first workspace: several API servers must not each make one.
-  const service = await startService(config, { bootstrapWorkspace: config.role === 'all' });
-  if (service.firstApiKey !== null) {
-    console.log(`Created the first workspace ${service.firstApiKey.workspaceId}.`);
-    console.log(`Its API key (shown once, keep it): ${service.firstApiKey.apiKey}`);
-  }
-  console.log(`support-platform (${config.role}) listening on ${service.url} with data in ${config.dataDir}`);
+  let service: Service | undefined;
+  // Listening from the first moment: a signal during start-up (a long catch-up) ends the process at
+  // once, as every write of the log is already durable; after it, the service drains and closes.
   const stop = (signal: string) => {
+    if (service === undefined) {
+      console.log(`${signal} during start-up: exiting`);
+      process.exit(0);
+    }
     console.log(`${signal}: shutting down`);
     service.close().then(
       () => process.exit(0),
@@ -24,6 +24,13 @@ const main = async () => {
   };
   process.once('SIGINT', () => stop('SIGINT'));
   process.once('SIGTERM', () => stop('SIGTERM'));
+  // Only the embedded role creates a first workspace: several API servers must not each make one.
+  service = await startService(config, { bootstrapWorkspace: config.role === 'all' });
+  if (service.firstApiKey !== null) {
+    console.log(`Created the first workspace ${service.firstApiKey.workspaceId}.`);
+    console.log(`Its API key (shown once, keep it): ${service.firstApiKey.apiKey}`);
+  }
+  console.log(`support-platform (${config.role}) listening on ${service.url} with data in ${config.dataDir}`);
 };
 
 main().catch((error: unknown) => {

@@ -8,7 +8,12 @@
 //
 // An apply that throws ProjectionReset (a shared store that lost its data or cannot be reached) does
 // not stop its projection: the runner reads the store's checkpoint again, retrying until it can, and
-// catches up from there. Any other failure stops that projection alone.
+// catches up from there. Any other failure stops that projection alone, and its waiters hear why.
+//
+// Streams can be deleted (a webhook subscription and its delivery history): their positions are then
+// never read again. A catch-up ends at the head as reading sees it, and a waiter for a position that
+// no longer exists waits for the last one that does, so no deletion leaves anyone waiting for good.
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { EventLog, LogSubscription, RecordedEvent } from '../log/event-log.js';
 
 /** Thrown by a projection's apply: start again from its checkpoint (the store lost data, or is unreachable). */
@@ -31,6 +36,7 @@ export interface ProjectionRunner {
   readonly name: string;
   /** Position of the last event this projection has seen (applied or not of its types). */
   position(): number;
+  /** Resolves once every event up to `position` is applied (or, if they were deleted, every one before them); rejects if the projection stops on a failure. */
   waitFor(position: number): Promise<void>;
   /** Reads the store's checkpoint again and goes on from there (a shared store back after an outage may have lost data). */
   resume(reason: string): void;
@@ -49,10 +55,13 @@ const CATCH_UP_PAGE = 1000;
 const RESET_RETRY_MS = 1000;
 /** Applies a member may have pending before the log reader waits for it. */
 const MAX_IN_FLIGHT = 2000;
+/** How long a waiter waits before the log is asked whether its position still exists. */
+const GONE_CHECK_MS = 1000;
 
 interface Waiter {
-  readonly position: number;
+  position: number;
   readonly resolve: () => void;
+  readonly reject: (error: unknown) => void;
 }
 
 /** Position bookkeeping and waitFor of one projection. */
@@ -61,21 +70,42 @@ const progress = () => {
   let waiters: Waiter[] = [];
   // The lowest position waited for: most events resolve nobody, and then cost one comparison.
   let lowest = Infinity;
+  let failure: { readonly error: unknown } | null = null;
+  const settle = () => {
+    const ready = waiters.filter((w) => w.position <= applied);
+    waiters = waiters.filter((w) => w.position > applied);
+    lowest = waiters.reduce((min, w) => Math.min(min, w.position), Infinity);
+    ready.forEach((w) => w.resolve());
+  };
   return {
     applied: () => applied,
+    waiting: () => waiters.length > 0,
     /** Moves to `position`, forwards or (a store reset) back; a store's checkpoint beyond a waiter settles it too. */
     advance(position: number) {
       applied = position;
-      if (applied < lowest) return;
-      const ready = waiters.filter((w) => w.position <= applied);
-      waiters = waiters.filter((w) => w.position > applied);
-      lowest = waiters.reduce((min, w) => Math.min(min, w.position), Infinity);
-      ready.forEach((w) => w.resolve());
+      if (applied >= lowest) settle();
+    },
+    /** The log ends at `head` now: positions above it were deleted (new events come after them), so their waiters wait for `head`. */
+    clampTo(head: number) {
+      for (const w of waiters) w.position = Math.min(w.position, head);
+      settle();
+    },
+    /** The projection stopped on a failure: its waiters, and later ones until a restart, hear why. */
+    fail(error: unknown) {
+      failure = { error };
+      const failed = waiters;
+      waiters = [];
+      lowest = Infinity;
+      failed.forEach((w) => w.reject(error));
+    },
+    restart() {
+      failure = null;
     },
     waitFor(position: number): Promise<void> {
       if (position <= applied) return Promise.resolve();
+      if (failure !== null) return Promise.reject(failure.error);
       lowest = Math.min(lowest, position);
-      return new Promise<void>((resolve) => waiters.push({ position, resolve }));
+      return new Promise<void>((resolve, reject) => waiters.push({ position, resolve, reject }));
     },
   };
 };
@@ -111,6 +141,28 @@ export const createProjectionTail = (log: EventLog): ProjectionTail => {
     members.delete(member);
     member.live = false;
     console.error(`projection ${member.spec.name} stopped:`, error);
+    member.progress.fail(new Error(`projection ${member.spec.name} stopped: ${(error as Error).message ?? String(error)}`, { cause: error }));
+  };
+
+  // Waiters still waiting a while after they asked: one look at the log's head settles those whose
+  // positions were deleted before this process read them.
+  let goneCheck: NodeJS.Timeout | null = null;
+  const checkGone = async () => {
+    const waiting = [...members].filter((member) => member.progress.waiting());
+    if (waiting.length === 0) return;
+    try {
+      const end = await log.headPosition();
+      for (const member of waiting) member.progress.clampTo(end);
+    } catch {
+      // The log is unreachable: the next look will tell.
+    }
+    if ([...members].some((member) => member.progress.waiting())) scheduleGoneCheck();
+  };
+  const scheduleGoneCheck = () => {
+    goneCheck ??= setTimeout(() => {
+      goneCheck = null;
+      void checkGone();
+    }, GONE_CHECK_MS).unref();
   };
 
   /** From the store's checkpoint (retried until it can be read) through the log, then live. */
@@ -197,22 +249,37 @@ export const createProjectionTail = (log: EventLog): ProjectionTail => {
     return subscription;
   };
 
-  /** Reads the log from the member's checkpoint until it has reached the tail, then goes live. */
+  /**
+   * Reads the log from the member's checkpoint until it has reached the tail, then goes live. It
+   * ends at the head as reading sees it: an empty page means nothing exists up to the head noted
+   * before the read (a deleted tail). Each page yields to the event loop, and a page that does not
+   * move forwards is an error, never a spin.
+   */
   const catchUp = async (member: Member, run: number) => {
     await (tail ??= startTail());
     while (members.has(member) && member.run === run) {
       // Checked right after an await and before the next: nothing can be delivered in between.
-      if (member.progress.applied() >= head) {
+      const from = member.progress.applied();
+      if (from >= head) {
         member.live = true;
         return;
       }
-      const events = await log.readAll({ after: member.progress.applied(), limit: CATCH_UP_PAGE });
+      const reached = head;
+      const events = await log.readAll({ after: from, limit: CATCH_UP_PAGE });
+      if (!members.has(member) || member.run !== run) return;
+      if (events.length === 0) {
+        member.progress.advance(reached);
+        continue;
+      }
+      const last = (events.at(-1) as RecordedEvent).position;
+      if (last <= from) throw new Error(`projection ${member.spec.name}: the log read after position ${from} returned nothing beyond it (up to ${last})`);
       for (const event of events) {
         if (!members.has(member) || member.run !== run) return;
         await feed(member, event);
       }
-      // The page's applies settle before progress is read again.
+      // The page's applies settle before progress is read again; timers and I/O run in between.
       await member.last;
+      await nextTurn();
     }
   };
 
@@ -222,10 +289,15 @@ export const createProjectionTail = (log: EventLog): ProjectionTail => {
       return {
         name: spec.name,
         position: () => member.progress.applied(),
-        waitFor: (position) => member.progress.waitFor(position),
+        waitFor: (position) => {
+          const waiting = member.progress.waitFor(position);
+          if (position > member.progress.applied()) scheduleGoneCheck();
+          return waiting;
+        },
         resume: (reason) => failed(member, new ProjectionReset(reason)),
         catchingUp: () => members.has(member) && !member.live,
         async start() {
+          member.progress.restart();
           members.add(member);
           await resume(member).catch((error: unknown) => {
             members.delete(member);
@@ -236,6 +308,8 @@ export const createProjectionTail = (log: EventLog): ProjectionTail => {
           members.delete(member);
           member.live = false;
           if (members.size > 0 || tail === null) return;
+          if (goneCheck !== null) clearTimeout(goneCheck);
+          goneCheck = null;
           const stopping = tail;
           tail = null;
           generation += 1;

@@ -62,7 +62,9 @@ export const openSqliteLog = (options: SqliteLogOptions): SqliteEventLog => {
     stream: db.prepare(`SELECT ${COLUMNS} FROM events WHERE stream = ? AND revision >= ? ORDER BY revision`).raw(),
     deleteStream: db.prepare('DELETE FROM events WHERE stream = ?'),
     lastOffset: db.prepare('SELECT last_offset FROM workspace_offsets WHERE workspace_id = ?').pluck(),
-    head: db.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'events'").pluck(),
+    // The last event that exists: positions of a deleted tail are never read again (AUTOINCREMENT
+    // still keeps them from being reused), so no reader may wait for them.
+    head: db.prepare('SELECT max(position) FROM events').pluck(),
     // Changes when another connection commits.
     dataVersion: db.prepare('PRAGMA data_version').pluck(),
     saveOffset: db.prepare(
@@ -77,7 +79,7 @@ export const openSqliteLog = (options: SqliteLogOptions): SqliteEventLog => {
   // from the table under the write lock, a shared file's offsets reflect every process's commits.
   let stagedOffsets = new Map<string, number>();
   const lastOffset = (ws: string): number => stagedOffsets.get(ws) ?? (statements.lastOffset.get(ws) as number | undefined) ?? 0;
-  const headNow = (): number => (statements.head.get() as number | undefined) ?? 0;
+  const headNow = (): number => (statements.head.get() as number | null) ?? 0;
 
   const commits = commitSignal();
   const foreign = shared

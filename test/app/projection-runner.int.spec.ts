@@ -197,4 +197,98 @@ describe('projection runners on one log tail (int)', () => {
     }
     expect(runner.catchingUp(), 'stopped').to.equal(false);
   });
+
+  describe('a log whose tail was deleted', () => {
+    /** Appends `count` events to a stream of their own at the end of the log and deletes it; answers the last deleted position. */
+    const deleteTail = async (count: number) => {
+      const stream = `doomed-${randomBytes(4).toString('hex')}`;
+      const { records } = await log.append(stream, Array.from({ length: count }, (_, i) => event('a', i)), 'no_stream');
+      await log.deleteStream(stream);
+      return records.at(-1)?.position ?? 0;
+    };
+
+    /** The log as an adapter that counts deleted positions in its head would show it (SQLite's did). */
+    const staleHead = (of: EventLog, head: number): EventLog => new Proxy(of, { get: (target, key) => (key === 'headPosition' ? async () => head : Reflect.get(target, key)) });
+
+    it('starts, catches up and goes live when the head counts positions that were deleted', async () => {
+      const kept = await appendMany(log, 20);
+      const deletedTo = await deleteTail(30);
+      const seen = recorder('after-delete', ['a']);
+      const runner = createProjectionRunner(staleHead(log, deletedTo), seen.spec);
+      await runner.start();
+      await runner.waitFor(deletedTo);
+      expect(seen.seen.at(-1)).to.equal(kept);
+      expect(runner.catchingUp(), 'live').to.equal(false);
+      const next = await appendMany(log, 1);
+      await runner.waitFor(next);
+      expect(seen.seen.at(-1)).to.equal(next);
+      await runner.stop();
+    });
+
+    it('settles a waiter whose position was deleted before the live tail read it, once the rest is applied', async () => {
+      const seen = recorder('live', ['a']);
+      // The tail is held on the first event, so the deleted ones are gone before it reads on.
+      let open = (): void => undefined;
+      const gate = new Promise<void>((resolve) => (open = resolve));
+      const held: EventLog = new Proxy(log, {
+        get: (target, key) =>
+          key === 'subscribe'
+            ? (options: Parameters<EventLog['subscribe']>[0], handler: Parameters<EventLog['subscribe']>[1]) => target.subscribe(options, async (e) => (await gate, handler(e)))
+            : Reflect.get(target, key),
+      });
+      const runner = createProjectionRunner(held, seen.spec);
+      await runner.start();
+      const kept = await appendMany(log, 1);
+      const deletedTo = await deleteTail(3);
+      const waiting = runner.waitFor(deletedTo);
+      open();
+      await waiting;
+      expect(seen.seen).to.deep.equal([kept]);
+      await runner.stop();
+    });
+
+    it('a service restart over a deleted tail: every runner reaches the head the log reports', async () => {
+      await appendMany(log, 50);
+      await deleteTail(500);
+      const runners = ['one', 'two'].map((name) => createProjectionRunner(log, recorder(name, ['a']).spec));
+      await Promise.all(runners.map((r) => r.start()));
+      const head = await log.headPosition();
+      await Promise.all(runners.map((r) => r.waitFor(head)));
+      expect(runners.map((r) => r.position())).to.deep.equal([head, head]);
+      await Promise.all(runners.map((r) => r.stop()));
+    });
+  });
+
+  it('yields to the event loop between the pages of a long catch-up', async () => {
+    // Three catch-up pages (1,000 events each), read and applied without any I/O of their own.
+    let head = 0;
+    for (let i = 0; i < 10; i++) head = (await log.append(`bulk-${i}`, Array.from({ length: 250 }, (_, n) => event('a', n)), 'any')).records.at(-1)?.position ?? head;
+    const runner = createProjectionRunner(log, recorder('long', ['a']).spec);
+    let positionAtTimer = -1;
+    setImmediate(() => (positionAtTimer = runner.position()));
+    await runner.start();
+    await runner.waitFor(head);
+    await runner.stop();
+    expect(positionAtTimer, 'a timer ran while the projection was catching up').to.be.within(0, head - 1);
+  });
+
+  it('gives up with a clear error, rejecting its waiters, when a log read does not move forwards', async () => {
+    const head = await appendMany(log, 10);
+    // An adapter that ignores `after` (a broken one) would have the catch-up read the same page forever.
+    const stuck: EventLog = new Proxy(log, { get: (target, key) => (key === 'readAll' ? () => target.readAll({ after: 0, limit: 3 }) : Reflect.get(target, key)) });
+    const runner = createProjectionRunner(stuck, recorder('stuck', ['a']).spec);
+    const consoleError = console.error;
+    console.error = () => undefined;
+    try {
+      await runner.start();
+      let failure: unknown;
+      await runner.waitFor(head).catch((error: unknown) => (failure = error));
+      expect((failure as Error).message).to.match(/projection stuck stopped: .*returned nothing beyond/);
+      const later = await runner.waitFor(head + 1).then(() => 'resolved', () => 'rejected');
+      expect(later, 'a waiter after the failure hears of it too').to.equal('rejected');
+    } finally {
+      console.error = consoleError;
+      await runner.stop();
+    }
+  });
 });

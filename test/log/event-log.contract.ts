@@ -424,6 +424,27 @@ export const eventLogContract = (name: string, factory: EventLogFactory): void =
         expect(ids(got.seen)).to.deep.equal(ids([...keptRecords, ...marker.records]));
       });
 
+      it('after the streams at the end of the log are deleted, the head is the last event that remains and readers go on from it', async () => {
+        const kept = (await log.append(unique('ticket'), events(ws, 2), 'any')).records;
+        const doomed = [unique('webhook'), unique('deliveries')];
+        let deletedUpTo = 0;
+        for (const stream of doomed) deletedUpTo = (await log.append(stream, events(ws, 3), 'any')).records.at(-1)?.position ?? 0;
+        for (const stream of doomed) await log.deleteStream(stream);
+
+        const head = await log.headPosition();
+        expect(head).to.equal((kept.at(-1) as RecordedEvent).position);
+        expect(await log.readAll({ after: head })).to.deep.equal([]);
+        expect(ids(await log.readAll({ after: start, workspaceId: ws }))).to.deep.equal(ids(kept));
+        const got = collector();
+        const subscription = log.subscribe({ after: head }, got.handler);
+        const next = await log.append(unique('ticket'), events(ws, 1), 'any');
+        await got.reach(1);
+        await subscription.stop();
+        expect(ids(got.seen)).to.deep.equal(ids(next.records));
+        expect(next.records[0]?.position, 'positions of the deleted events are not reused').to.be.greaterThan(deletedUpTo);
+        expect(await log.headPosition()).to.equal(next.records[0]?.position);
+      });
+
       it('deleting a missing stream is a no-op', async () => {
         await log.deleteStream(unique('missing'));
         const { records } = await log.append(unique('ticket'), events(ws, 1), 'any');

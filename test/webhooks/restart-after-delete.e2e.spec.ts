@@ -1,0 +1,167 @@
+// The service starts again after webhook subscriptions (and with them their delivery history) were
+// deleted, whether the deletion was the last write, in the middle of a busy log, or followed by
+// kill -9; and a start over a log whose deleted tail is large completes within a bound. Deletions
+// leave positions that are never read again: nothing may wait for them.
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { expect } from 'chai';
+import { openSqliteLog } from '../../src/log/sqlite.js';
+import { createProcessGroup, type ProcessGroup } from '../support/processes.js';
+import { startReceiver, type Receiver } from '../support/receiver.js';
+import { ADMIN_TOKEN, call, startTestService, type TestService, type TestWorkspace } from '../support/server.js';
+import { emit, eventually, subscribe } from '../support/webhooks-dispatch.js';
+
+/** A start that hangs is the defect; this bound only turns a hang into a failure with a message. */
+const START_BOUND_MS = 30_000;
+
+const timed = async <T>(what: string, start: () => Promise<T>): Promise<T> => {
+  let timer: NodeJS.Timeout | undefined;
+  const bound = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} did not complete within ${START_BOUND_MS} ms`)), START_BOUND_MS)));
+  try {
+    return await Promise.race([start(), bound]);
+  } finally {
+    clearTimeout(timer);
+  }
+};
+
+const ticketPayload = (n: number) => ({ subject: `t${n}`, contact: { email: `c${n}@example.com` }, message: `hello ${n}` });
+
+describe('restart after webhook subscriptions were deleted (e2e)', function () {
+  this.timeout(120_000);
+  let dataDir: string;
+  let receiver: Receiver;
+  let ts: TestService | null = null;
+
+  const start = () => timed('start-up', () => startTestService({ RATE_LIMIT_PER_KEY: '1000000' }, { dataDir }));
+
+  beforeEach(async () => {
+    dataDir = mkdtempSync(path.join(tmpdir(), 'sp-deleted-tail-'));
+    receiver = await startReceiver();
+  });
+
+  afterEach(async () => {
+    await ts?.close();
+    ts = null;
+    await receiver.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  const reopen = async (ws: TestWorkspace): Promise<TestWorkspace> => {
+    await ts?.close();
+    ts = await start();
+    const url = ts.url;
+    return { ...ws, api: (method, p, body, headers) => call(`${url}${p}`, method, ws.apiKey, body, headers) };
+  };
+
+  it('starts again when the deletion of a subscription and its delivery history was the last write', async () => {
+    ts = await start();
+    let ws = await ts.createWorkspace();
+    const hook = await subscribe(ws, receiver.url);
+    await emit(ts, ws.workspaceId);
+    await receiver.waitForRequests(1);
+    expect((await ws.api('DELETE', `/api/v1/webhooks/${hook.id}`)).status).to.equal(204);
+    // The delivery history goes after the subscription's marker: wait until it is gone from the log.
+    const log = ts.service.core.log;
+    await eventually('the delivery history deleted', async () => (await log.readAll({ after: 0 })).every((e) => !e.stream.includes(hook.id)));
+
+    ws = await reopen(ws);
+    expect((await ws.api('GET', '/api/v1/webhooks')).body.items).to.deep.equal([]);
+    const created = await ws.api('POST', '/api/v1/tickets', ticketPayload(1));
+    expect(created.status).to.equal(201);
+    expect((await ws.api('GET', `/api/v1/tickets/${created.body.id}`)).status).to.equal(200);
+  });
+
+  it('starts again after subscriptions were created and deleted in the middle of a busy log, with nothing lost', async () => {
+    ts = await start();
+    let ws = await ts.createWorkspace('business');
+    const kept = await subscribe(ws, receiver.url, ['ticket.created']);
+    let created = 0;
+    let writing = true;
+    const writers = Array.from({ length: 6 }, async () => {
+      while (writing) {
+        const reply = await ws.api('POST', '/api/v1/tickets', ticketPayload(created));
+        expect(reply.status, JSON.stringify(reply.body)).to.equal(201);
+        created += 1;
+      }
+    });
+    for (let i = 0; i < 8; i++) {
+      // Each doomed subscription has a delivery history by the time it is deleted.
+      const doomed = await subscribe(ws, `${receiver.url}/doomed-${i}`);
+      await eventually('a delivery to the doomed subscription', () => receiver.requests.some((r) => r.path === `/hook/doomed-${i}`));
+      expect((await ws.api('DELETE', `/api/v1/webhooks/${doomed.id}`)).status).to.equal(204);
+    }
+    writing = false;
+    await Promise.all(writers);
+
+    ws = await reopen(ws);
+    const listed = await ws.api('GET', '/api/v1/tickets?page_size=1');
+    expect(listed.body.total).to.equal(created);
+    let announced = 0;
+    for (let offset = 0; ; ) {
+      const page = await ws.api('GET', `/api/v1/updates?types=ticket.created&limit=1000&timeout=0&offset=${offset}`);
+      if (page.body.items.length === 0) break;
+      announced += page.body.items.length;
+      offset = page.body.next_offset;
+    }
+    expect(announced).to.equal(created);
+    expect((await ws.api('GET', '/api/v1/webhooks')).body.items.map((h: { id: string }) => h.id)).to.deep.equal([kept.id]);
+    const after = await ws.api('POST', '/api/v1/tickets', ticketPayload(created));
+    await eventually('the kept subscription delivers after the restart', () => receiver.requests.some((r) => r.body.toString('utf8').includes(after.body.id)));
+  });
+
+  it('starts within a bound over a log whose deleted tail holds 20,000 events', async () => {
+    ts = await start();
+    let ws = await ts.createWorkspace();
+    const ticket = await ws.api('POST', '/api/v1/tickets', ticketPayload(1));
+    await ts.close();
+    ts = null;
+    // A long delivery history at the end of the log, then deleted (as a subscription's deletion does).
+    const log = openSqliteLog({ file: path.join(dataDir, 'events.sqlite') });
+    const stream = `deliveries-${randomBytes(16).toString('hex')}`;
+    for (let batch = 0; batch < 20; batch++) {
+      const events = Array.from({ length: 1000 }, (_, i) => ({ id: randomBytes(16).toString('hex'), type: 'delivery.attempted', workspaceId: ws.workspaceId, data: { n: batch * 1000 + i } }));
+      await log.append(stream, events, 'any');
+    }
+    await log.deleteStream(stream);
+    await log.close();
+
+    ws = await reopen(ws);
+    expect((await ws.api('GET', `/api/v1/tickets/${ticket.body.id}`)).status).to.equal(200);
+    expect((await ws.api('POST', '/api/v1/tickets', ticketPayload(2))).status).to.equal(201);
+  });
+});
+
+describe('restart after kill -9 right after a webhook deletion (e2e, processes)', function () {
+  this.timeout(120_000);
+  let dataDir: string;
+  let group: ProcessGroup;
+
+  beforeEach(() => {
+    dataDir = mkdtempSync(path.join(tmpdir(), 'sp-deleted-kill-'));
+    group = createProcessGroup({ DATA_DIR: dataDir, ADMIN_TOKEN });
+  });
+
+  afterEach(async function () {
+    if (this.currentTest?.state === 'failed') console.log(group.outputs());
+    await group.stopAll();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('comes up ready, and stops on SIGTERM, after being killed right after a DELETE', async () => {
+    const first = await group.start('first', {});
+    const workspace = await call(`${first.url}/admin/v1/workspaces`, 'POST', ADMIN_TOKEN, { name: 'w' });
+    const key = String(workspace.body.api_key);
+    const hook = await call(`${first.url}/api/v1/webhooks`, 'POST', key, { url: 'http://127.0.0.1:9/hook' });
+    expect((await call(`${first.url}/api/v1/webhooks/${hook.body.id}`, 'DELETE', key)).status).to.equal(204);
+    first.kill('SIGKILL');
+    await first.exited;
+
+    const second = await timed('start-up after kill -9', () => group.start('second', {}));
+    expect((await call(`${second.url}/api/v1/webhooks`, 'GET', key)).body.items).to.deep.equal([]);
+    second.kill('SIGTERM');
+    await timed('shutdown on SIGTERM', () => second.exited);
+    expect(second.child.exitCode).to.equal(0);
+  });
+});

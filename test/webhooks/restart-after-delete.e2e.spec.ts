@@ -9,6 +9,7 @@ import * as path from 'node:path';
 import { expect } from 'chai';
 import { openSqliteLog } from '../../src/log/sqlite.js';
 import { createProcessGroup, type ProcessGroup } from '../support/processes.js';
+import { openTicket, ticketId } from '../support/tickets-fixtures.js';
 import { startReceiver, type Receiver } from '../support/receiver.js';
 import { ADMIN_TOKEN, call, startTestService, type TestService, type TestWorkspace } from '../support/server.js';
 import { emit, eventually, subscribe } from '../support/webhooks-dispatch.js';
@@ -25,8 +26,6 @@ const timed = async <T>(what: string, start: () => Promise<T>): Promise<T> => {
     clearTimeout(timer);
   }
 };
-
-const ticketPayload = (n: number) => ({ subject: `t${n}`, contact: { email: `c${n}@example.com` }, message: `hello ${n}` });
 
 describe('restart after webhook subscriptions were deleted (e2e)', function () {
   this.timeout(120_000);
@@ -68,9 +67,7 @@ describe('restart after webhook subscriptions were deleted (e2e)', function () {
 
     ws = await reopen(ws);
     expect((await ws.api('GET', '/api/v1/webhooks')).body.items).to.deep.equal([]);
-    const created = await ws.api('POST', '/api/v1/tickets', ticketPayload(1));
-    expect(created.status).to.equal(201);
-    expect((await ws.api('GET', `/api/v1/tickets/${created.body.id}`)).status).to.equal(200);
+    expect((await ws.api('GET', `/api/v1/tickets/${await ticketId(ws)}`)).status).to.equal(200);
   });
 
   it('starts again after subscriptions were created and deleted in the middle of a busy log, with nothing lost', async () => {
@@ -81,7 +78,7 @@ describe('restart after webhook subscriptions were deleted (e2e)', function () {
     let writing = true;
     const writers = Array.from({ length: 6 }, async () => {
       while (writing) {
-        const reply = await ws.api('POST', '/api/v1/tickets', ticketPayload(created));
+        const reply = await openTicket(ws);
         expect(reply.status, JSON.stringify(reply.body)).to.equal(201);
         created += 1;
       }
@@ -107,14 +104,14 @@ describe('restart after webhook subscriptions were deleted (e2e)', function () {
     }
     expect(announced).to.equal(created);
     expect((await ws.api('GET', '/api/v1/webhooks')).body.items.map((h: { id: string }) => h.id)).to.deep.equal([kept.id]);
-    const after = await ws.api('POST', '/api/v1/tickets', ticketPayload(created));
-    await eventually('the kept subscription delivers after the restart', () => receiver.requests.some((r) => r.body.toString('utf8').includes(after.body.id)));
+    const after = await ticketId(ws);
+    await eventually('the kept subscription delivers after the restart', () => receiver.requests.some((r) => r.body.toString('utf8').includes(after)));
   });
 
   it('starts within a bound over a log whose deleted tail holds 20,000 events', async () => {
     ts = await start();
     let ws = await ts.createWorkspace();
-    const ticket = await ws.api('POST', '/api/v1/tickets', ticketPayload(1));
+    const ticket = await ticketId(ws);
     await ts.close();
     ts = null;
     // A long delivery history at the end of the log, then deleted (as a subscription's deletion does).
@@ -128,8 +125,8 @@ describe('restart after webhook subscriptions were deleted (e2e)', function () {
     await log.close();
 
     ws = await reopen(ws);
-    expect((await ws.api('GET', `/api/v1/tickets/${ticket.body.id}`)).status).to.equal(200);
-    expect((await ws.api('POST', '/api/v1/tickets', ticketPayload(2))).status).to.equal(201);
+    expect((await ws.api('GET', `/api/v1/tickets/${ticket}`)).status).to.equal(200);
+    await ticketId(ws);
   });
 });
 

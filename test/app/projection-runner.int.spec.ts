@@ -18,6 +18,10 @@ const appendMany = async (log: EventLog, count: number, type = 'a') => {
   return last;
 };
 
+/** The log with some of its methods replaced, as a faulty or differently behaving adapter would have them. */
+const overriding = (of: EventLog, overrides: Partial<EventLog>): EventLog =>
+  new Proxy(of, { get: (target, key) => (key in overrides ? (overrides as Record<string | symbol, unknown>)[key] : Reflect.get(target, key)) });
+
 /** A projection that records the positions it was given. */
 const recorder = (name: string, types: readonly string[], checkpoint = 0) => {
   const seen: number[] = [];
@@ -208,7 +212,7 @@ describe('projection runners on one log tail (int)', () => {
     };
 
     /** The log as an adapter that counts deleted positions in its head would show it (SQLite's did). */
-    const staleHead = (of: EventLog, head: number): EventLog => new Proxy(of, { get: (target, key) => (key === 'headPosition' ? async () => head : Reflect.get(target, key)) });
+    const staleHead = (of: EventLog, head: number): EventLog => overriding(of, { headPosition: async () => head });
 
     it('starts, catches up and goes live when the head counts positions that were deleted', async () => {
       const kept = await appendMany(log, 20);
@@ -230,12 +234,7 @@ describe('projection runners on one log tail (int)', () => {
       // The tail is held on the first event, so the deleted ones are gone before it reads on.
       let open = (): void => undefined;
       const gate = new Promise<void>((resolve) => (open = resolve));
-      const held: EventLog = new Proxy(log, {
-        get: (target, key) =>
-          key === 'subscribe'
-            ? (options: Parameters<EventLog['subscribe']>[0], handler: Parameters<EventLog['subscribe']>[1]) => target.subscribe(options, async (e) => (await gate, handler(e)))
-            : Reflect.get(target, key),
-      });
+      const held = overriding(log, { subscribe: (options, handler) => log.subscribe(options, async (e) => (await gate, handler(e))) });
       const runner = createProjectionRunner(held, seen.spec);
       await runner.start();
       const kept = await appendMany(log, 1);
@@ -275,7 +274,7 @@ describe('projection runners on one log tail (int)', () => {
   it('gives up with a clear error, rejecting its waiters, when a log read does not move forwards', async () => {
     const head = await appendMany(log, 10);
     // An adapter that ignores `after` (a broken one) would have the catch-up read the same page forever.
-    const stuck: EventLog = new Proxy(log, { get: (target, key) => (key === 'readAll' ? () => target.readAll({ after: 0, limit: 3 }) : Reflect.get(target, key)) });
+    const stuck = overriding(log, { readAll: () => log.readAll({ after: 0, limit: 3 }) });
     const runner = createProjectionRunner(stuck, recorder('stuck', ['a']).spec);
     const consoleError = console.error;
     console.error = () => undefined;

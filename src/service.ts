@@ -12,6 +12,7 @@ import type { Config } from './config/config.js';
 import { isoMicros } from './domain/envelope.js';
 import { createHttpApp, type RegisteredRoute } from './http/app.js';
 import { adminRoutes } from './http/routes/admin.js';
+import { createHttpServer } from './http/server.js';
 import { systemMicros, type MicrosClock } from './log/clock.js';
 import { openRoleLog, roleFeatures } from './bus/roles.js';
 import { createMemoryRateLimiter } from './ratelimit/memory.js';
@@ -106,12 +107,12 @@ export const startService = async (config: Config, options: ServiceOptions = {})
       ...features.flatMap((f) => (f.routes === undefined ? [] : [f.routes])),
     ],
   });
-  const server = app.listen(config.port, config.host);
+  const server = createHttpServer(app, config.http);
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
     server.once('error', reject);
+    server.listen(config.port, config.host);
   });
-  server.keepAliveTimeout = 65_000;
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
 

@@ -20,6 +20,8 @@ export interface Config {
   readonly maintenanceMode: boolean;
   readonly trustProxy: boolean;
   readonly bodyLimitBytes: number;
+  /** Time a client has to send a request's headers, and the whole request (body included). */
+  readonly http: { readonly headersTimeoutMs: number; readonly requestTimeoutMs: number };
   readonly rateLimit: { readonly perKey: number; readonly perIp: number; readonly windowMs: number };
   readonly mediaMaxBytes: number;
   readonly plans: Readonly<Record<string, PlanLimits>>;
@@ -128,6 +130,14 @@ const brokers = (env: Env, name: string): string[] | null => {
   });
 };
 
+const httpTimeouts = (env: Env): Config['http'] => {
+  const requestTimeoutMs = integer(env, 'HTTP_REQUEST_TIMEOUT_MS', 300_000, 100, 3_600_000);
+  const headersTimeoutMs = integer(env, 'HTTP_HEADERS_TIMEOUT_MS', Math.min(15_000, requestTimeoutMs), 100, 600_000);
+  // Headers are part of the request: their deadline cannot be the later one (Node refuses it too).
+  if (headersTimeoutMs > requestTimeoutMs) throw new ConfigError('HTTP_HEADERS_TIMEOUT_MS', `must not exceed HTTP_REQUEST_TIMEOUT_MS (${requestTimeoutMs})`);
+  return { headersTimeoutMs, requestTimeoutMs };
+};
+
 const DEFAULT_PLANS = 'free:100:false,team:5000:true,business:100000:true';
 
 /** PLANS="name:tickets_per_month:knowledge_base,…"; the first plan is the entry plan. */
@@ -168,6 +178,7 @@ export const loadConfig = (env: Env = process.env): Config => {
     maintenanceMode: boolean(env, 'MAINTENANCE_MODE', false),
     trustProxy: boolean(env, 'TRUST_PROXY', false),
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 1_048_576, 1024, 104_857_600),
+    http: httpTimeouts(env),
     rateLimit: {
       perKey: integer(env, 'RATE_LIMIT_PER_KEY', 20_000, 1, 1_000_000_000),
       perIp: integer(env, 'RATE_LIMIT_PER_IP', 1_000, 1, 1_000_000_000),
@@ -203,6 +214,8 @@ export const CONFIG_VARIABLES = [
   'MAINTENANCE_MODE',
   'TRUST_PROXY',
   'BODY_LIMIT_BYTES',
+  'HTTP_HEADERS_TIMEOUT_MS',
+  'HTTP_REQUEST_TIMEOUT_MS',
   'RATE_LIMIT_PER_KEY',
   'RATE_LIMIT_PER_IP',
   'RATE_LIMIT_WINDOW_MS',

@@ -12,6 +12,8 @@ describe('configuration', () => {
     expect(config.mediaMaxBytes).to.equal(200 * 1024 * 1024);
     expect(config.defaultPlan).to.equal('free');
     expect(config.adminToken).to.equal(null);
+    expect(config.http).to.deep.equal({ headersTimeoutMs: 15_000, requestTimeoutMs: 300_000 });
+    expect(loadConfig({ HTTP_REQUEST_TIMEOUT_MS: '5000' }).http).to.deep.equal({ headersTimeoutMs: 5_000, requestTimeoutMs: 5_000 });
   });
 
   it('parses durations with units', () => {
@@ -39,6 +41,8 @@ describe('configuration', () => {
     refuses({ MAINTENANCE_MODE: 'perhaps' }, 'MAINTENANCE_MODE');
     refuses({ PLANS: 'free:ten:false' }, 'PLANS');
     refuses({ WEBHOOK_SECRET_KEY: 'short' }, 'WEBHOOK_SECRET_KEY');
+    refuses({ HTTP_HEADERS_TIMEOUT_MS: '99' }, 'HTTP_HEADERS_TIMEOUT_MS');
+    refuses({ HTTP_HEADERS_TIMEOUT_MS: '6000', HTTP_REQUEST_TIMEOUT_MS: '5000' }, 'HTTP_HEADERS_TIMEOUT_MS');
   });
 
   it('accepts CIDR lists and plan tables', () => {

@@ -1,7 +1,9 @@
 // MediaStore on the local filesystem: one file per object under `root`. Writes go to a unique
-// `.part` file renamed into place when complete, so a reader never sees half a file.
+// `.part` file renamed into place when complete, so a reader never sees half a file. The part's name
+// carries the writing process's id, so a later start can tell a crash's leftovers from a write that
+// another process on the same folder is still making.
 import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import * as path from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -10,6 +12,29 @@ import type { MediaStore } from './media-store.js';
 
 // Keys are ids we generate; refusing anything else keeps every path inside root.
 const KEY = /^[a-z0-9_-]+(\/[a-z0-9_-]+)*$/i;
+const PART = /\.(\d+)\.[0-9a-z]+\.part$/i;
+/** A part untouched this long is abandoned whoever wrote it (uploads are bounded by the request timeout). */
+const STALE_PART_MS = 60 * 60 * 1000;
+
+const isAlive = (pid: number): boolean => {
+  if (pid === process.pid) return true;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: the process exists under another user.
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+};
+
+/** Every `.part` file under `dir`, recursively (none when `dir` is absent). */
+const partsUnder = async (dir: string): Promise<string[]> => {
+  const entries = await readdir(dir, { withFileTypes: true, recursive: true }).catch((error: NodeJS.ErrnoException) => {
+    if (error.code === 'ENOENT') return [];
+    throw error;
+  });
+  return entries.filter((e) => e.isFile() && PART.test(e.name)).map((e) => path.join(e.parentPath, e.name));
+};
 
 export const createFilesystemMediaStore = (root: string): MediaStore => {
   const fileOf = (key: string) => {
@@ -19,7 +44,7 @@ export const createFilesystemMediaStore = (root: string): MediaStore => {
   return {
     async put(key, content: Readable) {
       const target = fileOf(key);
-      const partial = `${target}.${randomId()}.part`;
+      const partial = `${target}.${process.pid}.${randomId()}.part`;
       try {
         await mkdir(path.dirname(target), { recursive: true });
         const file = createWriteStream(partial, { flags: 'wx' });
@@ -40,6 +65,17 @@ export const createFilesystemMediaStore = (root: string): MediaStore => {
         throw error;
       });
       return info === null || !info.isFile() ? null : { stream: createReadStream(file), size: info.size };
+    },
+    async removeAbandoned() {
+      let removed = 0;
+      for (const part of await partsUnder(root)) {
+        const pid = Number(PART.exec(part)?.[1]);
+        const info = await stat(part).catch(() => null);
+        if (info === null || (isAlive(pid) && Date.now() - info.mtimeMs < STALE_PART_MS)) continue;
+        await rm(part, { force: true });
+        removed += 1;
+      }
+      return removed;
     },
   };
 };

@@ -16,4 +16,9 @@ export interface MediaStore {
   put(key: string, content: Readable): Promise<number>;
   /** The object's bytes, or null when there is no such object. */
   open(key: string): Promise<StoredObject | null>;
+  /**
+   * Removes what writes interrupted by a crash left behind (never a write still running), and
+   * resolves with how many partial objects went.
+   */
+  removeAbandoned(): Promise<number>;
 }

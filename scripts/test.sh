@@ -31,6 +31,12 @@ for engine in redis kafka; do
   fi
 done
 
+# A real browser for the media-serving spec (Debian's chromium, driven by playwright-core).
+if ! command -v chromium >/dev/null; then
+  echo "test.sh: chromium missing, installing it with apt-get" >&2
+  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=120 install -y -qq chromium >/dev/null
+fi
+
 export REDIS_URL="redis://127.0.0.1:$REDIS_PORT"
 export KAFKA_BROKERS="127.0.0.1:$KAFKA_PORT"
 # The glob is explicit so the run stays whole even if .mocharc.json drops its "spec".

@@ -30,7 +30,22 @@ const BucketUrl = new t.Type<string, string, unknown>(
 );
 const BucketBody = t.type({ base_url: t.union([BucketUrl, t.null]) });
 
-const contentDisposition = (fileName: string) => `inline; filename*=UTF-8''${encodeURIComponent(fileName)}`;
+/**
+ * Types a browser shows without running anything; every other upload (HTML, SVG, XML, scripts, PDF,
+ * unknown types) is served as a download, so no file can act on the API's origin.
+ */
+const INERT = /^(image\/(png|jpeg|gif|webp|avif|bmp)|audio\/[\w.+-]+|video\/[\w.+-]+|text\/plain)$/;
+
+/** Headers that keep an uploaded file inert wherever it is opened. */
+export const servingHeaders = (fileName: string, contentType: string): Record<string, string> => ({
+  'Content-Disposition': `${INERT.test(contentType) ? 'inline' : 'attachment'}; filename*=UTF-8''${encodeURIComponent(fileName)}`,
+  // Served as declared, never sniffed into something else.
+  'X-Content-Type-Options': 'nosniff',
+  // Should a browser render it anyway: no script, no plugin, no request, an opaque origin.
+  'Content-Security-Policy': "default-src 'none'; style-src 'unsafe-inline'; sandbox",
+  // The file is behind an API key: no shared cache may keep it.
+  'Cache-Control': 'private, no-cache',
+});
 
 export const mediaRoutes = (core: Core, store: MediaStore): RouteModule => {
   /** The upload's metadata when `mediaId` names a file of `workspaceId`; else a 404 (short form). */
@@ -74,9 +89,7 @@ export const mediaRoutes = (core: Core, store: MediaStore): RouteModule => {
         if (object === null) throw notFound('File');
         ctx.type = file.content_type;
         ctx.length = object.size;
-        ctx.set('Content-Disposition', contentDisposition(file.file_name));
-        // Uploaded content is served as given; never let a browser sniff it into something else.
-        ctx.set('X-Content-Type-Options', 'nosniff');
+        ctx.set(servingHeaders(file.file_name, file.content_type));
         ctx.body = object.stream;
       });
     },

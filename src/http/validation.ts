@@ -77,19 +77,25 @@ export const decode = <C extends t.Mixed>(codec: C, value: unknown, where: Locat
   return (result as { right: t.TypeOf<C> }).right;
 };
 
-/** An integer within bounds, from a query string or a JSON number. */
-export const boundedInt = (min: number, max: number, name = `integer ${min}..${max}`) =>
+const integerCodec = (min: number, max: number, name: string, read: (u: unknown) => unknown) =>
   new t.Type<number, number, unknown>(
     name,
     (u): u is number => typeof u === 'number' && Number.isSafeInteger(u) && u >= min && u <= max,
     (u, c) => {
-      const n = typeof u === 'string' && /^-?\d+$/.test(u.trim()) ? Number(u) : u;
+      const n = read(u);
       return typeof n === 'number' && Number.isSafeInteger(n) && n >= min && n <= max
         ? t.success(n)
         : t.failure(u, c, `Input should be an integer from ${min} to ${max}`);
     },
     (n) => n,
   );
+
+/** An integer within bounds in a query string (its digits) or a JSON number. */
+export const boundedInt = (min: number, max: number, name = `integer ${min}..${max}`) =>
+  integerCodec(min, max, name, (u) => (typeof u === 'string' && /^-?\d+$/.test(u.trim()) ? Number(u) : u));
+
+/** An integer within bounds in a JSON body: a JSON number only, as strict as every other body field. */
+export const jsonInt = (min: number, max: number, name = `integer ${min}..${max}`) => integerCodec(min, max, name, (u) => u);
 
 /** A string with a maximum length (blankness is the domain's call). */
 export const text = (maxLength: number, name = `string (max ${maxLength})`) =>

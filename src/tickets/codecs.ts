@@ -1,7 +1,7 @@
 // Request bodies and query strings of the tickets feature, as io-ts codecs (decoded at the edge).
 import * as t from 'io-ts';
 import { TicketPriority, TicketStatus } from '../domain/catalogue.js';
-import { boundedInt, text } from '../http/validation.js';
+import { boundedInt, jsonInt, text } from '../http/validation.js';
 
 const nullable = <C extends t.Mixed>(codec: C) => t.union([codec, t.null]);
 
@@ -36,7 +36,7 @@ export const CreateTicket = t.intersection([
 
 export const PatchTicket = t.partial({ subject: nullable(text(500)), priority: TicketPriority, status: TicketStatus });
 
-export const RateTicket = t.intersection([t.type({ rating: boundedInt(1, 5) }), t.partial({ comment: nullable(text(2000)) })]);
+export const RateTicket = t.intersection([t.type({ rating: jsonInt(1, 5) }), t.partial({ comment: nullable(text(2000)) })]);
 
 export const InboundMessage = t.intersection([t.type({ content: Content }), t.partial({ ticket_id: text(64), contact: ContactInput })]);
 

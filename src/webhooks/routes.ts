@@ -98,7 +98,7 @@ export const webhookRoutes = (core: Core, deps: WebhookRouteDeps): RouteModule =
 
       router.patch('/webhooks/:webhook_id', async (ctx) => {
         const { webhook_id: id } = decode(Params, ctx.params, 'path');
-        const body = decode(Patch, ctx.request.body ?? {}, 'body');
+        const body = decode(Patch, ctx.request.body, 'body');
         const { state } = await run(ctx, id, {
           kind: 'update',
           ...(body.url === undefined ? {} : { url: body.url }),

@@ -1,10 +1,15 @@
-// Runs one command against one stream: read, fold with evolve, decide, append with the expected
-// revision. A command that loses the race re-reads, re-decides and retries a bounded number of times.
+// Runs commands against a stream: read, fold with evolve, decide, append with the expected revision.
+// Commands on one stream never race each other inside a process: they queue per stream, and those
+// waiting while an append is in flight are decided together, in order, against the state each
+// leaves, and appended as one batch (one commit for all of them). Only another process can make an
+// append lose its race; the batch is then read, decided and appended again after a jittered pause,
+// until a bound passes and it fails with StreamContended (503 with Retry-After, never a 500).
 // With a StateCache, the state folded last for a stream is kept with its revision and only the
 // events after it are read: exact for streams that are never deleted (the cache's users' streams).
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Either } from 'fp-ts/lib/Either.js';
 import type { DomainError } from '../domain/errors.js';
-import { WrongExpectedRevision, type EventLog, type JsonObject, type RecordedEvent } from '../log/event-log.js';
+import { WrongExpectedRevision, type EventLog, type JsonObject, type NewEvent, type RecordedEvent } from '../log/event-log.js';
 import type { IdSource } from '../shared/ids.js';
 import { createFifoCache, type FifoCache } from './fifo-cache.js';
 
@@ -25,7 +30,34 @@ export interface CommandResult<S> {
   readonly records: readonly RecordedEvent[];
 }
 
-const MAX_ATTEMPTS = 8;
+/** How long a batch keeps retrying lost races with other processes before it gives up. */
+const CONTENTION_BOUND_MS = 3_000;
+/** The most commands decided into one append. */
+const MAX_BATCH = 256;
+
+/** Another process kept winning the stream's races for longer than the bound: retry later. */
+export class StreamContended extends Error {
+  constructor(readonly stream: string) {
+    super(`stream ${stream} stayed contended past the bound`);
+    this.name = 'StreamContended';
+  }
+}
+
+type Outcome =
+  | { readonly pending: Pending; readonly refused: Either<DomainError, never> }
+  | { readonly pending: Pending; readonly state: unknown; readonly events: readonly NewEvent[] }
+  | { readonly pending: Pending; readonly bug: unknown };
+
+/** Full jitter: a random pause up to an exponentially growing cap, so racing processes spread out. */
+const backoff = (attempt: number) => sleep(Math.random() * Math.min(250, 5 * 2 ** attempt));
+
+interface Pending {
+  readonly aggregate: Aggregate<unknown, unknown>;
+  readonly workspaceId: string;
+  readonly command: unknown;
+  readonly resolve: (result: Either<DomainError, CommandResult<unknown>>) => void;
+  readonly reject: (error: unknown) => void;
+}
 
 export const loadState = async <S>(log: EventLog, stream: string, evolve: Aggregate<S, unknown>['evolve'], initial: S) => {
   const events = await log.readStream(stream);
@@ -45,7 +77,13 @@ export type StateCache = FifoCache<Folded>;
 /** The states of the last `capacity` streams cached. */
 export const createStateCache = (capacity: number): StateCache => createFifoCache<Folded>(capacity);
 
-export const createCommandHandler = (log: EventLog, newId: IdSource, cache?: StateCache) => {
+export interface CommandHandlerOptions {
+  /** How long a batch keeps retrying races lost to other processes (default 3 s). */
+  readonly contentionBoundMs?: number;
+}
+
+export const createCommandHandler = (log: EventLog, newId: IdSource, cache?: StateCache, options: CommandHandlerOptions = {}) => {
+  const { contentionBoundMs = CONTENTION_BOUND_MS } = options;
   const remember = (stream: string, folded: Folded) => {
     // Concurrent commands may finish out of order: keep the later revision.
     if ((cache?.get(stream)?.revision ?? -1) <= folded.revision) cache?.set(stream, folded);
@@ -62,29 +100,81 @@ export const createCommandHandler = (log: EventLog, newId: IdSource, cache?: Sta
     return { state, revision: revision ?? ('no_stream' as const) };
   };
 
-  return async function handle<S, C>(
-    aggregate: Aggregate<S, C>,
-    stream: string,
-    workspaceId: string,
-    command: C,
-  ): Promise<Either<DomainError, CommandResult<S>>> {
-    for (let attempt = 1; ; attempt++) {
-      const { state, revision } = await current(aggregate, stream);
-      const decision = aggregate.decide(command, state);
-      if (decision._tag === 'Left') return decision;
-      const decided = decision.right;
-      if (decided.length === 0) return { _tag: 'Right', right: { state, records: [] } };
+  /** Decides `batch` in order against the stream's state and appends what it decided as one batch. */
+  const attempt = async (stream: string, batch: readonly Pending[]) => {
+    const aggregate = batch[0]?.aggregate as Aggregate<unknown, unknown>;
+    const { state, revision } = await current(aggregate, stream);
+    let folded = state;
+    const outcomes = batch.map((pending): Outcome => {
       try {
-        const events = decided.map((e) => ({ id: newId(), type: e.type, workspaceId, data: e.data }));
-        const { records, nextRevision } = await log.append(stream, events, revision);
-        const next = decided.reduce(aggregate.evolve, state);
-        remember(stream, { aggregate, state: next, revision: nextRevision });
-        return { _tag: 'Right', right: { state: next, records } };
-      } catch (error) {
-        cache?.delete(stream);
-        if (!(error instanceof WrongExpectedRevision) || attempt >= MAX_ATTEMPTS) throw error;
+        const decision = aggregate.decide(pending.command, folded);
+        if (decision._tag === 'Left') return { pending, refused: decision };
+        folded = decision.right.reduce(aggregate.evolve, folded);
+        return { pending, state: folded, events: decision.right.map((e) => ({ id: newId(), type: e.type, workspaceId: pending.workspaceId, data: e.data })) };
+      } catch (bug) {
+        // A command that breaks the domain fails alone; the others in its batch go on.
+        return { pending, bug };
+      }
+    });
+    const events = outcomes.flatMap((o) => ('events' in o ? o.events : []));
+    let records: readonly RecordedEvent[] = [];
+    if (events.length > 0) {
+      const appended = await log.append(stream, events, revision);
+      records = appended.records;
+      remember(stream, { aggregate, state: folded, revision: appended.nextRevision });
+    }
+    // Answers only once the append has landed: a refusal decided on a state that lost its race is
+    // decided again with the rest.
+    let next = 0;
+    for (const outcome of outcomes) {
+      if ('bug' in outcome) outcome.pending.reject(outcome.bug);
+      else if ('refused' in outcome) outcome.pending.resolve(outcome.refused);
+      else {
+        outcome.pending.resolve({ _tag: 'Right', right: { state: outcome.state, records: records.slice(next, next + outcome.events.length) } });
+        next += outcome.events.length;
       }
     }
+  };
+
+  const run = async (stream: string, batch: readonly Pending[]) => {
+    const deadline = Date.now() + contentionBoundMs;
+    for (let round = 1; ; round++) {
+      try {
+        return await attempt(stream, batch);
+      } catch (error) {
+        cache?.delete(stream);
+        if (!(error instanceof WrongExpectedRevision)) return batch.forEach((p) => p.reject(error));
+        if (Date.now() >= deadline) return batch.forEach((p) => p.reject(new StreamContended(stream)));
+        await backoff(round);
+      }
+    }
+  };
+
+  const queues = new Map<string, Pending[]>();
+
+  /** Runs the stream's queue until it is empty: whatever arrived meanwhile goes in the next batch. */
+  const drain = async (stream: string, queue: Pending[]) => {
+    while (queue.length > 0) {
+      const first = queue[0] as Pending;
+      let size = 1;
+      while (size < Math.min(queue.length, MAX_BATCH) && queue[size]?.aggregate === first.aggregate) size += 1;
+      await run(stream, queue.splice(0, size));
+    }
+    queues.delete(stream);
+  };
+
+  return function handle<S, C>(aggregate: Aggregate<S, C>, stream: string, workspaceId: string, command: C): Promise<Either<DomainError, CommandResult<S>>> {
+    return new Promise((resolve, reject) => {
+      const pending = { aggregate, workspaceId, command, resolve, reject } as unknown as Pending;
+      const queue = queues.get(stream);
+      if (queue !== undefined) {
+        queue.push(pending);
+        return;
+      }
+      const fresh = [pending];
+      queues.set(stream, fresh);
+      void drain(stream, fresh);
+    });
   };
 };
 

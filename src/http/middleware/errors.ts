@@ -1,6 +1,7 @@
 // The one place that renders errors in the contract's three body formats. Bugs become a 500 in the
 // business envelope; their stack goes to the log, never to the client.
 import type Koa from 'koa';
+import { StreamContended } from '../../app/command-handler.js';
 import { ApiFailure, type ApiError } from '../api-error.js';
 
 const bodyOf = (error: ApiError, requestId: string): { status: number; body: unknown } => {
@@ -23,11 +24,17 @@ const fromHttpError = (error: { status?: unknown; type?: unknown; message?: unkn
   return { kind: 'short', status, detail: error.expose === true ? String(error.message) : 'Bad request' };
 };
 
+/** Another process kept winning a stream's races: nothing was written, the client retries shortly. */
+const contended = new ApiFailure(
+  { kind: 'business', status: 503, code: 'SERVICE_UNAVAILABLE', message: 'This record is being changed elsewhere right now: retry shortly', detail: null },
+  { 'Retry-After': '1' },
+);
+
 export const errors = (): Koa.Middleware => async (ctx, next) => {
   try {
     await next();
   } catch (caught) {
-    const failure = caught instanceof ApiFailure ? caught : null;
+    const failure = caught instanceof ApiFailure ? caught : caught instanceof StreamContended ? contended : null;
     const apiError = failure?.error ?? fromHttpError(caught as Record<string, unknown>);
     if (apiError === null) {
       console.error(`request ${String(ctx.state.requestId)} ${ctx.method} ${ctx.path} failed:`, caught);

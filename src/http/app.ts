@@ -23,6 +23,8 @@ export interface RouteModule {
   readonly internal?: (router: ApiRouter) => void;
   /** Routes outside the versioned surfaces, without auth (health). */
   readonly open?: (router: ApiRouter) => void;
+  /** Full paths of routes whose body is multipart, which read it themselves (no JSON parsing). */
+  readonly multipart?: readonly string[];
 }
 
 export interface HttpAppOptions {
@@ -40,11 +42,12 @@ const JSON_TYPES = ['application/json', 'application/*+json'];
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
 
 /**
- * JSON bodies only (multipart is parsed by the media route itself). The bytes are decoded strictly,
- * so invalid UTF-8 is a 422 instead of silently becoming U+FFFD; a body of another type is a 422.
+ * JSON bodies, except on the multipart routes, which read and check their bodies themselves. The
+ * bytes are decoded strictly, so invalid UTF-8 is a 422 instead of silently becoming U+FFFD; a body
+ * of another type is a 422.
  */
-const jsonBody = (limit: number): Koa.Middleware => async (ctx, next) => {
-  if (ctx.request.is('multipart/*') || !['POST', 'PUT', 'PATCH', 'DELETE'].includes(ctx.method)) return next();
+const jsonBody = (limit: number, multipart: ReadonlySet<string>): Koa.Middleware => async (ctx, next) => {
+  if (multipart.has(ctx.path) || !['POST', 'PUT', 'PATCH', 'DELETE'].includes(ctx.method)) return next();
   const hasBody = ctx.request.length > 0 || ctx.get('Transfer-Encoding') !== '';
   if (!hasBody) return next();
   if (ctx.request.is(JSON_TYPES) === false) {
@@ -134,7 +137,7 @@ export const createHttpApp = (options: HttpAppOptions): HttpApp => {
     surface('/internal/v1', admin, options.modules, (m) => m.internal),
   ];
   for (const s of surfaces) app.use(guarded(s));
-  app.use(jsonBody(options.bodyLimitBytes));
+  app.use(jsonBody(options.bodyLimitBytes, new Set(options.modules.flatMap((m) => m.multipart ?? []))));
   const routers = surfaces.map((s) => s.router);
   for (const router of routers) app.use(router.routes());
   app.use(async (ctx) => {

@@ -60,6 +60,7 @@ export const mediaRoutes = (core: Core, store: MediaStore): RouteModule => {
     (await loadState(core.log, mediaBucketStream(workspaceId), mediaBucketAggregate.evolve, mediaBucketAggregate.initial)).state;
 
   return {
+    multipart: ['/api/v1/media/upload'],
     api(router) {
       router.post('/media/upload', async (ctx: ApiContext) => {
         if (!ctx.request.is('multipart/form-data')) {

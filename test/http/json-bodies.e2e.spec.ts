@@ -57,6 +57,27 @@ describe('JSON bodies (e2e)', () => {
     expect((await ws.api('POST', `/api/v1/tickets/${ticket}/rate`, { rating: 5 })).status).to.equal(200);
   });
 
+  it('says what each route takes when the body is of another type', async () => {
+    const content = (reply: { body: { detail: { loc: unknown; msg: string }[] } }) => reply.body.detail[0];
+    for (const [body, type] of [
+      ['plain text', 'text/plain'],
+      ['{"file":"abc"}', 'application/json'],
+    ]) {
+      const upload = await ws.api('POST', '/api/v1/media/upload', body, { 'content-type': type as string });
+      expect(upload.status).to.equal(422);
+      expect(content(upload)).to.deep.equal({ type: 'content_type', loc: ['header', 'content-type'], msg: 'Expected multipart/form-data with a file part named "file"' });
+    }
+    const form = new FormData();
+    form.append('subject', 'x');
+    const ticket = await fetch(`${ts.url}/api/v1/tickets`, { method: 'POST', headers: { authorization: `Bearer ${ws.apiKey}` }, body: form });
+    expect(ticket.status).to.equal(422);
+    expect(((await ticket.json()) as { detail: unknown[] }).detail[0]).to.deep.equal({
+      type: 'content_type',
+      loc: ['header', 'content-type'],
+      msg: 'Expected a JSON body with Content-Type application/json',
+    });
+  });
+
   it('still reads page numbers from the query string as digits', async () => {
     expect((await ws.api('GET', '/api/v1/tickets?page=1&page_size=5')).status).to.equal(200);
   });

@@ -32,6 +32,8 @@ export interface Config {
     readonly allowedNetworks: readonly string[];
     readonly maxInFlight: number;
     readonly maxInFlightPerSubscription: number;
+    /** Subscriptions one workspace may have at once (deleted ones free their slot). */
+    readonly maxSubscriptions: number;
     readonly secretKey: string | null;
   };
 }
@@ -193,6 +195,8 @@ export const loadConfig = (env: Env = process.env): Config => {
       allowedNetworks: cidrList(env, 'WEBHOOK_ALLOWED_NETWORKS'),
       maxInFlight: integer(env, 'WEBHOOK_MAX_IN_FLIGHT', 256, 1, 100_000),
       maxInFlightPerSubscription: integer(env, 'WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION', 16, 1, 10_000),
+      // GitHub allows 20 hooks per event and repository: every event fans out to each subscription.
+      maxSubscriptions: integer(env, 'WEBHOOK_MAX_SUBSCRIPTIONS', 20, 1, 10_000),
       secretKey,
     },
   };
@@ -226,5 +230,6 @@ export const CONFIG_VARIABLES = [
   'WEBHOOK_ALLOWED_NETWORKS',
   'WEBHOOK_MAX_IN_FLIGHT',
   'WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION',
+  'WEBHOOK_MAX_SUBSCRIPTIONS',
   'WEBHOOK_SECRET_KEY',
 ] as const;

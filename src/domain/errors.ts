@@ -23,7 +23,9 @@ export const ERROR_CODES = [
   'WORKSPACE_NOT_FOUND',
   'OPERATOR_NOT_FOUND',
   'WEBHOOK_NOT_FOUND',
+  'WEBHOOK_LIMIT_REACHED',
   'CONFLICT',
+  'IDEMPOTENCY_KEY_REUSED',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

@@ -12,13 +12,14 @@ import {
   type SubscriptionCommand,
   type SubscriptionState,
 } from '../domain/subscription/subscription.js';
-import { business, notFound } from '../http/api-error.js';
+import { ApiFailure, business, notFound } from '../http/api-error.js';
 import type { RouteModule } from '../http/app.js';
 import type { ApiContext } from '../http/context.js';
 import { decode, text } from '../http/validation.js';
 import { newWebhookSecret, type SecretBox } from './secrets.js';
 import type { Sender } from './sender.js';
 import { sign } from './signature.js';
+import { createSubscriptionSlots } from './slots.js';
 import { runSubscriptionCommand, secretContext, type SubscriptionDirectory } from './subscriptions.js';
 
 export interface WebhookRouteDeps {
@@ -56,6 +57,8 @@ const view = (id: string, s: Pick<SubscriptionState, 'url' | 'events' | 'isActiv
 const failure = (error: DomainError) => (error.code === 'WEBHOOK_NOT_FOUND' ? notFound('Webhook') : business(error));
 
 export const webhookRoutes = (core: Core, deps: WebhookRouteDeps): RouteModule => {
+  const slots = createSubscriptionSlots(core, deps.directory);
+
   /** Runs a command for the caller's workspace; answers once the directory has seen the result. */
   const run = async (ctx: ApiContext, id: string, command: SubscriptionCommand): Promise<CommandResult<SubscriptionState>> => {
     const result = await runSubscriptionCommand(core, ctx.state.workspace.id, id, command);
@@ -80,6 +83,7 @@ export const webhookRoutes = (core: Core, deps: WebhookRouteDeps): RouteModule =
         const workspaceId = ctx.state.workspace.id;
         const id = core.newId();
         const secret = newWebhookSecret();
+        await slots.claim(workspaceId, id);
         const { state } = await run(ctx, id, {
           kind: 'create',
           url: body.url,
@@ -87,6 +91,11 @@ export const webhookRoutes = (core: Core, deps: WebhookRouteDeps): RouteModule =
           description: body.description ?? '',
           secretEncrypted: deps.secrets.encrypt(secret, secretContext(workspaceId, id)),
           at: isoLocal(Math.floor(core.clock() / 1000)),
+        }).catch(async (error: unknown) => {
+          // Refused (unknown event names): nothing was created. Any other failure may have created it,
+          // so its slot stays held; if it was not created, a claim at the limit gives it back later.
+          if (error instanceof ApiFailure) await slots.release(workspaceId, id);
+          throw error;
         });
         ctx.status = 201;
         ctx.body = { ...view(id, state), secret };
@@ -111,8 +120,10 @@ export const webhookRoutes = (core: Core, deps: WebhookRouteDeps): RouteModule =
 
       router.delete('/webhooks/:webhook_id', async (ctx) => {
         const { webhook_id: id } = decode(Params, ctx.params, 'path');
-        // The marker first (tailers learn of the deletion and cancel retries), then the stream goes.
+        // The marker first (tailers learn of the deletion and cancel retries), then the slot is given
+        // back (a crash before that leaves a claim that a claim at the limit gives back), then the stream goes.
         await run(ctx, id, { kind: 'delete' });
+        await slots.release(ctx.state.workspace.id, id);
         await core.log.deleteStream(subscriptionStream(id));
         ctx.status = 204;
       });

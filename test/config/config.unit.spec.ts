@@ -45,6 +45,13 @@ describe('configuration', () => {
     refuses({ HTTP_HEADERS_TIMEOUT_MS: '6000', HTTP_REQUEST_TIMEOUT_MS: '5000' }, 'HTTP_HEADERS_TIMEOUT_MS');
   });
 
+  it('reads the webhook subscription cap per workspace: 1 to 10000, default 20', () => {
+    expect(loadConfig({}).webhooks.maxSubscriptions).to.equal(20);
+    expect(loadConfig({ WEBHOOK_MAX_SUBSCRIPTIONS: '1' }).webhooks.maxSubscriptions).to.equal(1);
+    expect(loadConfig({ WEBHOOK_MAX_SUBSCRIPTIONS: '10000' }).webhooks.maxSubscriptions).to.equal(10_000);
+    for (const bad of ['0', '10001', '-1', '2.5', 'twenty']) refuses({ WEBHOOK_MAX_SUBSCRIPTIONS: bad }, 'WEBHOOK_MAX_SUBSCRIPTIONS');
+  });
+
   it('accepts CIDR lists and plan tables', () => {
     const config = loadConfig({ WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8, ::1/128', PLANS: 'mini:3:false,max:9:true' });
     expect(config.webhooks.allowedNetworks).to.deep.equal(['127.0.0.0/8', '::1/128']);

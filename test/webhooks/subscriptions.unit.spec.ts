@@ -89,4 +89,14 @@ describe('webhook subscription aggregate', () => {
     expect(error).to.equal(null);
     expect(events.map((e) => e.type)).to.deep.equal([SUBSCRIPTION_EVENTS.created, SUBSCRIPTION_EVENTS.deleted]);
   });
+
+  it('abandons only a stream that never started: a create then finds it taken, anything else finds nothing', () => {
+    expect(run([{ kind: 'abandon' }]).events.map((e) => e.type)).to.deep.equal([SUBSCRIPTION_EVENTS.abandoned]);
+    expect(run([create, { kind: 'abandon' }]).events.map((e) => e.type)).to.deep.equal([SUBSCRIPTION_EVENTS.created]);
+    expect(run([create, { kind: 'delete' }, { kind: 'abandon' }]).state.deleted).to.equal(true);
+    expect(run([{ kind: 'abandon' }, create]).error?.code).to.equal('CONFLICT');
+    for (const command of [{ kind: 'update', description: 'x' }, { kind: 'delete' }] as const) {
+      expect(run([{ kind: 'abandon' }, command]).error?.code).to.equal('WEBHOOK_NOT_FOUND');
+    }
+  });
 });

@@ -20,6 +20,8 @@ export const SUBSCRIPTION_EVENTS = {
   failuresReset: 'webhook.subscription_failures_reset',
   /** Appended just before the stream is deleted, so tailers learn of the deletion. */
   deleted: 'webhook.subscription_deleted',
+  /** Ends a stream that a create claimed a slot for and never started (domain/subscription/slots.ts): that create can no longer land. */
+  abandoned: 'webhook.subscription_abandoned',
 } as const;
 
 export const SUBSCRIPTION_EVENT_TYPES: readonly string[] = Object.values(SUBSCRIPTION_EVENTS);
@@ -50,7 +52,8 @@ export type SubscriptionCommand =
   | { readonly kind: 'update'; readonly url?: string; readonly events?: readonly string[]; readonly description?: string; readonly isActive?: boolean }
   | { readonly kind: 'record_delivery_failed'; readonly deliveryId: string }
   | { readonly kind: 'record_delivery_succeeded'; readonly deliveryId: string }
-  | { readonly kind: 'delete' };
+  | { readonly kind: 'delete' }
+  | { readonly kind: 'abandon' };
 
 const initial: SubscriptionState = {
   exists: false,
@@ -102,6 +105,9 @@ const evolve: Aggregate<SubscriptionState, SubscriptionCommand>['evolve'] = (sta
       return { ...state, consecutiveFailures: 0, recentDeliveries: remember(state, data['delivery_id']) };
     case SUBSCRIPTION_EVENTS.deleted:
       return { ...state, exists: false, deleted: true, isActive: false };
+    // Owned by no workspace: every command but a create finds nothing, and a create finds it taken.
+    case SUBSCRIPTION_EVENTS.abandoned:
+      return { ...state, deleted: true };
     default:
       return state;
   }
@@ -141,6 +147,8 @@ const decideFor = (workspaceId: string): Aggregate<SubscriptionState, Subscripti
     const data = { workspace_id: workspaceId, url, events: events.right, description, secret_encrypted: secretEncrypted, created_at: at };
     return right([{ type: SUBSCRIPTION_EVENTS.created, data }]);
   }
+  // Decided on a stream that does not exist, so appended only while it still does not.
+  if (command.kind === 'abandon') return right(state.exists || state.deleted ? [] : [{ type: SUBSCRIPTION_EVENTS.abandoned, data: {} }]);
   // Another workspace's subscription does not exist for this one.
   if (state.workspaceId !== workspaceId) return notFound();
   // A deletion whose stream removal did not complete is completed by the next DELETE.

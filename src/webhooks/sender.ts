@@ -88,15 +88,14 @@ const failureForStatus = (status: number): string | null => {
   return `HTTP ${status}`;
 };
 
-/** The origin and path to POST to, or why the URL is refused. */
-const target = (raw: string): { readonly origin: string; readonly path: string } | string => {
-  try {
-    const url = new URL(raw);
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') return `unsupported URL scheme ${url.protocol}`;
-    return { origin: url.origin, path: `${url.pathname}${url.search}` };
-  } catch {
-    return 'invalid URL';
-  }
+/** Registration takes any string (spec rule 3): what is not an absolute http(s) URL fails here, before any network use. */
+const INVALID_URL = 'invalid url: must be an absolute http or https URL';
+
+/** The origin and path to POST to, or null when the URL is not an absolute http(s) URL (as WHATWG URL parses it). */
+const target = (raw: string): { readonly origin: string; readonly path: string } | null => {
+  if (!URL.canParse(raw)) return null;
+  const url = new URL(raw);
+  return url.protocol === 'http:' || url.protocol === 'https:' ? { origin: url.origin, path: `${url.pathname}${url.search}` } : null;
 };
 
 export const createSender = (options: SenderOptions): Sender => {
@@ -114,7 +113,7 @@ export const createSender = (options: SenderOptions): Sender => {
         const started = performance.now();
         const elapsed = () => Math.round(performance.now() - started);
         const to = target(req.url);
-        if (typeof to === 'string') return resolve({ delivered: false, statusCode: null, error: to, latencyMs: 0 });
+        if (to === null) return resolve({ delivered: false, statusCode: null, error: INVALID_URL, latencyMs: 0 });
         let controller: Dispatcher.DispatchController | null = null;
         let statusCode: number | null = null;
         let latencyMs = 0;

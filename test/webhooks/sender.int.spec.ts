@@ -121,9 +121,12 @@ describe('webhook sender (real receiver)', () => {
     expect(new Set(receiver.requests.map((r) => r.remotePort)).size).to.be.lessThan(4);
   });
 
-  it('refuses URLs it cannot send to without connecting', async () => {
-    expect(await sender.send(requestTo('not a url'))).to.include({ delivered: false, error: 'invalid URL' });
-    expect((await sender.send(requestTo('ftp://example.com/x'))).error).to.match(/unsupported URL scheme/);
+  it('refuses what is not an absolute http(s) URL without connecting', async () => {
+    const port = new URL(receiver.url).port;
+    for (const url of ['', '   ', 'not a url', '/hook', `//127.0.0.1:${port}/hook`, `ftp://127.0.0.1:${port}/hook`, `ws://127.0.0.1:${port}/hook`, 'http://', `http://127.0.0.1:${port}0000/hook`]) {
+      expect(await sender.send(requestTo(url)), url).to.deep.equal({ delivered: false, statusCode: null, error: 'invalid url: must be an absolute http or https URL', latencyMs: 0 });
+    }
+    expect(receiver.requests).to.deep.equal([]);
   });
 
   describe('SSRF guard (default networks)', () => {

@@ -32,6 +32,7 @@ export interface Config {
     readonly allowedNetworks: readonly string[];
     readonly maxInFlight: number;
     readonly maxInFlightPerSubscription: number;
+    readonly maxInFlightPerWorkspace: number;
     /** Subscriptions one workspace may have at once (deleted ones free their slot). */
     readonly maxSubscriptions: number;
     readonly secretKey: string | null;
@@ -195,6 +196,7 @@ export const loadConfig = (env: Env = process.env): Config => {
       allowedNetworks: cidrList(env, 'WEBHOOK_ALLOWED_NETWORKS'),
       maxInFlight: integer(env, 'WEBHOOK_MAX_IN_FLIGHT', 256, 1, 100_000),
       maxInFlightPerSubscription: integer(env, 'WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION', 16, 1, 10_000),
+      maxInFlightPerWorkspace: integer(env, 'WEBHOOK_MAX_IN_FLIGHT_PER_WORKSPACE', 64, 1, 100_000),
       // GitHub allows 20 hooks per event and repository: every event fans out to each subscription.
       maxSubscriptions: integer(env, 'WEBHOOK_MAX_SUBSCRIPTIONS', 20, 1, 10_000),
       secretKey,
@@ -230,6 +232,7 @@ export const CONFIG_VARIABLES = [
   'WEBHOOK_ALLOWED_NETWORKS',
   'WEBHOOK_MAX_IN_FLIGHT',
   'WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION',
+  'WEBHOOK_MAX_IN_FLIGHT_PER_WORKSPACE',
   'WEBHOOK_MAX_SUBSCRIPTIONS',
   'WEBHOOK_SECRET_KEY',
 ] as const;

@@ -34,6 +34,8 @@ export interface SubscriptionRow {
 
 export interface SubscriptionDirectory {
   get(workspaceId: string, id: string): SubscriptionRow | undefined;
+  /** The workspace of a subscription that exists (the retry schedule knows subscriptions only by id). */
+  workspaceOf(id: string): string | undefined;
   /** Active subscriptions of the workspace whose filter takes `type`, in creation order. */
   matching(workspaceId: string, type: string): SubscriptionRow[];
   /** All the workspace's subscriptions, active or not, in creation order. */
@@ -111,6 +113,7 @@ export const createSubscriptionDirectory = (log: EventLog, secrets: SecretBox): 
 
   return {
     get: (workspaceId, id) => byWorkspace.get(workspaceId)?.get(id),
+    workspaceOf: (id) => states.get(id)?.state.workspaceId,
     matching: (workspaceId, type) => rowsOf(workspaceId).filter((row) => row.isActive && (row.events.length === 0 || row.events.includes(type))),
     list: rowsOf,
     waitFor: runner.waitFor,

@@ -52,6 +52,12 @@ describe('configuration', () => {
     for (const bad of ['0', '10001', '-1', '2.5', 'twenty']) refuses({ WEBHOOK_MAX_SUBSCRIPTIONS: bad }, 'WEBHOOK_MAX_SUBSCRIPTIONS');
   });
 
+  it('reads the deliveries in flight per workspace: 1 to 100000, default 64', () => {
+    expect(loadConfig({}).webhooks.maxInFlightPerWorkspace).to.equal(64);
+    expect(loadConfig({ WEBHOOK_MAX_IN_FLIGHT_PER_WORKSPACE: '8' }).webhooks.maxInFlightPerWorkspace).to.equal(8);
+    for (const bad of ['0', '100001', 'many']) refuses({ WEBHOOK_MAX_IN_FLIGHT_PER_WORKSPACE: bad }, 'WEBHOOK_MAX_IN_FLIGHT_PER_WORKSPACE');
+  });
+
   it('accepts CIDR lists and plan tables', () => {
     const config = loadConfig({ WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8, ::1/128', PLANS: 'mini:3:false,max:9:true' });
     expect(config.webhooks.allowedNetworks).to.deep.equal(['127.0.0.0/8', '::1/128']);

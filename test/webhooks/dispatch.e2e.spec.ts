@@ -270,6 +270,26 @@ describe('webhook delivery (e2e)', () => {
     expect(dead.requests.length).to.equal(2);
   });
 
+  it('does not let one workspace with hanging endpoints take the in-flight slots of another', async () => {
+    await startWithWorkspace({ ...FAST_RETRIES, WEBHOOK_MAX_IN_FLIGHT: '4', WEBHOOK_MAX_IN_FLIGHT_PER_WORKSPACE: '2', WEBHOOK_TIMEOUT_MS: '3000' });
+    const dead = await receiver();
+    dead.respond({ kind: 'hang' });
+    for (let i = 0; i < 4; i++) await subscribe(ws, dead.url);
+    for (let i = 0; i < 3; i++) await emit(test, ws.workspaceId);
+    await dead.waitForRequests(2);
+    const other = await test.createWorkspace();
+    const live = await receiver();
+    await subscribe(other, live.url);
+    const sent = Date.now();
+    await emit(test, other.workspaceId);
+    await live.waitForRequests(1);
+    // Without the workspace limit the hanging attempts hold all 4 slots until their 3 s timeout.
+    expect(Date.now() - sent).to.be.below(1000);
+    expect(dead.requests).to.have.length(2);
+    // The workspace's other deliveries wait their turn, not dropped: the next go out as the hanging ones time out.
+    await eventually('the next attempts to the hanging endpoint', () => dead.requests.length === 4, 5000);
+  });
+
   it('retries a failed delivery on request: a new round from attempt 1 with the same id', async () => {
     await startWithWorkspace();
     const { hook, sub, delivery: failed } = await failedDelivery();

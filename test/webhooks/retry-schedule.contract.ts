@@ -88,6 +88,22 @@ export const retryScheduleContract = (name: string, factory: (() => Promise<Retr
       expect(await schedule.size()).to.equal(2);
     });
 
+    it('asks room once per subscription in a take, so what it grants can be counted across subscriptions', async () => {
+      const { schedule } = fixture;
+      for (let i = 0; i < 9; i++) await schedule.put({ deliveryId: `d${i}`, subscriptionId: `s${i % 3}`, dueAt: i, round: 1 });
+      const asked: string[] = [];
+      let budget = 4; // one workspace's room, shared by its three subscriptions
+      const room = (subscriptionId: string) => {
+        asked.push(subscriptionId);
+        const granted = Math.min(2, budget);
+        budget -= granted;
+        return granted;
+      };
+      const taken = await schedule.takeDue(100, 10, room);
+      expect(new Set(asked).size).to.equal(asked.length);
+      expect(taken).to.have.length(4);
+    });
+
     it('hands each entry to one taker when two take at once', async () => {
       for (let i = 0; i < 40; i++) await fixture.schedule.put({ deliveryId: `d${i}`, subscriptionId: `s${i % 4}`, dueAt: i, round: 1 });
       const takers = [fixture.schedule, fixture.other, fixture.schedule, fixture.other];

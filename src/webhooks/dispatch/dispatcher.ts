@@ -37,6 +37,7 @@ export interface DispatcherDeps {
   readonly retryDelaysMs: readonly number[];
   readonly maxInFlight: number;
   readonly maxInFlightPerSubscription: number;
+  readonly maxInFlightPerWorkspace: number;
 }
 
 /** A delivery read back from the log after a restart. */
@@ -277,6 +278,8 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
     clock,
     maxInFlight: deps.maxInFlight,
     maxInFlightPerSubscription: deps.maxInFlightPerSubscription,
+    maxInFlightPerWorkspace: deps.maxInFlightPerWorkspace,
+    workspaceOf: subscriptions.workspaceOf,
     run: attemptOnce,
     ...(shared ? { wakeEveryMs: SHARED_WAKE_MS } : {}),
   });

@@ -26,6 +26,7 @@ export const webhookDispatchFrom = (source: EventSource, shared?: SharedRetrySch
     retryDelaysMs: webhooks.retryDelaysMs,
     maxInFlight: webhooks.maxInFlight,
     maxInFlightPerSubscription: webhooks.maxInFlightPerSubscription,
+    maxInFlightPerWorkspace: webhooks.maxInFlightPerWorkspace,
     async report(workspaceId, subscriptionId, report) {
       const result = await runSubscriptionCommand(core, workspaceId, subscriptionId, report);
       // A subscription deleted meanwhile has nothing left to count.

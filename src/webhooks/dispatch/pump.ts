@@ -1,8 +1,9 @@
-// The workers: take due attempts from the RetrySchedule while there is room, overall (maxInFlight)
-// and per subscription (maxInFlightPerSubscription). A subscription at its limit is skipped, not
-// waited for, so a slow or dead endpoint only ever holds its own slots. Woken by new entries, by a
-// finished attempt, by a timer set to the next due time, and, when the schedule is shared with other
-// dispatchers (whose puts do not wake this one), every `wakeEveryMs`.
+// The workers: take due attempts from the RetrySchedule while there is room, overall (maxInFlight),
+// per subscription (maxInFlightPerSubscription) and per workspace (maxInFlightPerWorkspace). A
+// subscription at its limit, or whose workspace is at its limit, is skipped, not waited for: a slow or
+// dead endpoint only ever holds its own slots, and one workspace's endpoints only their workspace's.
+// Woken by new entries, by a finished attempt, by a timer set to the next due time, and, when the
+// schedule is shared with other dispatchers (whose puts do not wake this one), every `wakeEveryMs`.
 import type { MicrosClock } from '../../log/clock.js';
 import type { DueAttempt, RetrySchedule } from './retry-schedule.js';
 
@@ -11,6 +12,9 @@ export interface PumpOptions {
   readonly clock: MicrosClock;
   readonly maxInFlight: number;
   readonly maxInFlightPerSubscription: number;
+  readonly maxInFlightPerWorkspace: number;
+  /** The subscription's workspace; undefined once it is deleted (its attempt then ends without sending). */
+  readonly workspaceOf: (subscriptionId: string) => string | undefined;
   /** Performs one attempt; its slot is free again when the promise settles. */
   readonly run: (entry: DueAttempt) => Promise<void>;
   readonly wakeEveryMs?: number;
@@ -28,8 +32,9 @@ export interface Pump {
 const FAILURE_BACKOFF_MS = 250;
 
 export const createPump = (options: PumpOptions): Pump => {
-  const { schedule, clock, maxInFlight, maxInFlightPerSubscription } = options;
+  const { schedule, clock, maxInFlight, maxInFlightPerSubscription, maxInFlightPerWorkspace, workspaceOf } = options;
   const perSubscription = new Map<string, number>();
+  const perWorkspace = new Map<string, number>();
   const running = new Set<Promise<void>>();
   let timer: NodeJS.Timeout | null = null;
   let ticker: NodeJS.Timeout | null = null;
@@ -39,17 +44,41 @@ export const createPump = (options: PumpOptions): Pump => {
   let kicked = false;
   let retry: NodeJS.Timeout | null = null;
 
-  const room = (subscriptionId: string): number => maxInFlightPerSubscription - (perSubscription.get(subscriptionId) ?? 0);
+  const count = (counts: Map<string, number>, key: string | undefined, by: number): void => {
+    if (key === undefined) return;
+    const n = (counts.get(key) ?? 0) + by;
+    if (n === 0) counts.delete(key);
+    else counts.set(key, n);
+  };
+
+  /**
+   * The room of each subscription for one take. The schedule asks once per subscription and may take
+   * up to the room granted, so what is granted to one subscription is charged to its workspace at
+   * once: the workspace's other subscriptions get only what is left. (A subscription granted more
+   * than it had due leaves the rest to the next take, which counts what is really in flight.)
+   */
+  const roomForTake = (): ((subscriptionId: string) => number) => {
+    const granted = new Map<string, number>();
+    return (subscriptionId) => {
+      const own = maxInFlightPerSubscription - (perSubscription.get(subscriptionId) ?? 0);
+      const workspace = workspaceOf(subscriptionId);
+      if (workspace === undefined) return own;
+      const room = Math.max(0, Math.min(own, maxInFlightPerWorkspace - (perWorkspace.get(workspace) ?? 0) - (granted.get(workspace) ?? 0)));
+      count(granted, workspace, room);
+      return room;
+    };
+  };
 
   const launch = (entry: DueAttempt): void => {
-    perSubscription.set(entry.subscriptionId, (perSubscription.get(entry.subscriptionId) ?? 0) + 1);
+    const workspace = workspaceOf(entry.subscriptionId);
+    count(perSubscription, entry.subscriptionId, 1);
+    count(perWorkspace, workspace, 1);
     const attempt = options
       .run(entry)
       .catch((error: unknown) => console.error(`webhook delivery ${entry.deliveryId}:`, error))
       .finally(() => {
-        const left = (perSubscription.get(entry.subscriptionId) ?? 1) - 1;
-        if (left === 0) perSubscription.delete(entry.subscriptionId);
-        else perSubscription.set(entry.subscriptionId, left);
+        count(perSubscription, entry.subscriptionId, -1);
+        count(perWorkspace, workspace, -1);
         running.delete(attempt);
         kick();
       });
@@ -68,7 +97,7 @@ export const createPump = (options: PumpOptions): Pump => {
     let lookedAt = clock();
     while (!stopped && running.size < maxInFlight) {
       lookedAt = clock();
-      const due = await schedule.takeDue(lookedAt, maxInFlight - running.size, room);
+      const due = await schedule.takeDue(lookedAt, maxInFlight - running.size, roomForTake());
       if (due.length === 0) break;
       due.forEach(launch);
     }

@@ -31,7 +31,8 @@ export interface RetrySchedule {
   remove(deliveryId: string, round?: number): Promise<void>;
   /**
    * Removes and returns up to `limit` entries due at `now`, earliest first within a subscription,
-   * and at most `room(subscriptionId)` entries of each subscription.
+   * and at most `room(subscriptionId)` entries of each subscription. `room` is asked at most once per
+   * subscription and take, so the caller may count what it grants (per workspace, say).
    */
   takeDue(now: number, limit: number, room: (subscriptionId: string) => number): Promise<DueAttempt[]>;
   /** The earliest due time (µs), or null when nothing is scheduled. */

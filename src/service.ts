@@ -102,6 +102,7 @@ export const startService = async (config: Config, options: ServiceOptions = {})
     maintenanceMode: () => config.maintenanceMode,
     trustProxy: config.trustProxy,
     bodyLimitBytes: config.bodyLimitBytes,
+    idempotency: { log, handle, newId: randomId, nowMs: () => Math.floor(clock() / 1000), requestTimeoutMs: config.http.requestTimeoutMs },
     modules: [
       adminRoutes({ workspaces, planNames: Object.keys(config.plans), defaultPlan: config.defaultPlan, settled: directoryRunner.waitFor }),
       ...features.flatMap((f) => (f.routes === undefined ? [] : [f.routes])),

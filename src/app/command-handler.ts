@@ -9,9 +9,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Either } from 'fp-ts/lib/Either.js';
 import type { DomainError } from '../domain/errors.js';
+import { CLAIM_METADATA } from '../domain/idempotency/idempotency.js';
 import { WrongExpectedRevision, type EventLog, type JsonObject, type NewEvent, type RecordedEvent } from '../log/event-log.js';
 import type { IdSource } from '../shared/ids.js';
 import { createFifoCache, type FifoCache } from './fifo-cache.js';
+import { currentClaim } from './request-claim.js';
 
 /** An event as the domain decides it: type and data; ids and the stream are the handler's business. */
 export interface Decided {
@@ -54,6 +56,8 @@ const backoff = (attempt: number) => sleep(Math.random() * Math.min(250, 5 * 2 *
 interface Pending {
   readonly aggregate: Aggregate<unknown, unknown>;
   readonly workspaceId: string;
+  /** The idempotency claim of the request that issued the command (recorded on its events). */
+  readonly claim: string | undefined;
   readonly command: unknown;
   readonly resolve: (result: Either<DomainError, CommandResult<unknown>>) => void;
   readonly reject: (error: unknown) => void;
@@ -110,7 +114,8 @@ export const createCommandHandler = (log: EventLog, newId: IdSource, cache?: Sta
         const decision = aggregate.decide(pending.command, folded);
         if (decision._tag === 'Left') return { pending, refused: decision };
         folded = decision.right.reduce(aggregate.evolve, folded);
-        return { pending, state: folded, events: decision.right.map((e) => ({ id: newId(), type: e.type, workspaceId: pending.workspaceId, data: e.data })) };
+        const metadata = pending.claim === undefined ? {} : { metadata: { [CLAIM_METADATA]: pending.claim } };
+        return { pending, state: folded, events: decision.right.map((e) => ({ id: newId(), type: e.type, workspaceId: pending.workspaceId, data: e.data, ...metadata })) };
       } catch (bug) {
         // A command that breaks the domain fails alone; the others in its batch go on.
         return { pending, bug };
@@ -165,7 +170,7 @@ export const createCommandHandler = (log: EventLog, newId: IdSource, cache?: Sta
 
   return function handle<S, C>(aggregate: Aggregate<S, C>, stream: string, workspaceId: string, command: C): Promise<Either<DomainError, CommandResult<S>>> {
     return new Promise((resolve, reject) => {
-      const pending = { aggregate, workspaceId, command, resolve, reject } as unknown as Pending;
+      const pending = { aggregate, workspaceId, claim: currentClaim(), command, resolve, reject } as unknown as Pending;
       const queue = queues.get(stream);
       if (queue !== undefined) {
         queue.push(pending);

@@ -11,6 +11,7 @@ import { short, invalid } from './api-error.js';
 import type { ApiState } from './context.js';
 import { authenticate } from './middleware/auth.js';
 import { errors } from './middleware/errors.js';
+import { idempotency, type IdempotencyOptions } from './middleware/idempotency.js';
 import { maintenance } from './middleware/maintenance.js';
 import { requestId } from './middleware/request-id.js';
 
@@ -36,6 +37,8 @@ export interface HttpAppOptions {
   readonly trustProxy: boolean;
   readonly bodyLimitBytes: number;
   readonly modules: readonly RouteModule[];
+  /** Where Idempotency-Key claims and answers are kept (see middleware/idempotency.ts). */
+  readonly idempotency: Omit<IdempotencyOptions, 'routed' | 'multipart'>;
 }
 
 const JSON_TYPES = ['application/json', 'application/*+json'];
@@ -137,8 +140,11 @@ export const createHttpApp = (options: HttpAppOptions): HttpApp => {
     surface('/internal/v1', admin, options.modules, (m) => m.internal),
   ];
   for (const s of surfaces) app.use(guarded(s));
-  app.use(jsonBody(options.bodyLimitBytes, new Set(options.modules.flatMap((m) => m.multipart ?? []))));
+  const multipart = new Set(options.modules.flatMap((m) => m.multipart ?? []));
+  app.use(jsonBody(options.bodyLimitBytes, multipart));
   const routers = surfaces.map((s) => s.router);
+  const routed = (ctx: Koa.Context) => routers.some((r) => r.match(ctx.path, ctx.method).route);
+  app.use(idempotency({ ...options.idempotency, routed, multipart }));
   for (const router of routers) app.use(router.routes());
   app.use(async (ctx) => {
     const allowed = routers.flatMap((r) => r.match(ctx.path, ctx.method).path.flatMap((l) => l.methods));

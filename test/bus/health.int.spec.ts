@@ -9,7 +9,9 @@ import { createWorkspaceDirectory } from '../../projections/workspace-directory.
 import { createKafka } from '../../src/bus/kafka.js';
 import { kafkaCheck, logCheck, redisCheck, type HealthCheck } from '../../src/health/checks.js';
 import { createHealthFeature } from '../../src/health/feature.js';
+import { createCommandHandler } from '../../src/app/command-handler.js';
 import { createHttpApp } from '../../src/http/app.js';
+import { randomId } from '../../src/shared/ids.js';
 import { createMemoryRateLimiter } from '../../src/ratelimit/memory.js';
 import { brokersFromEnv, openTempLog, type TempLog } from '../support/bus-kafka.js';
 
@@ -33,6 +35,7 @@ describe('health endpoints', function () {
       maintenanceMode: () => true,
       trustProxy: false,
       bodyLimitBytes: 1024,
+      idempotency: { log: temp.log, handle: createCommandHandler(temp.log, randomId), newId: randomId, nowMs: Date.now, requestTimeoutMs: 1000 },
       modules: feature.routes === undefined ? [] : [feature.routes],
     });
     server = app.listen(0, '127.0.0.1');

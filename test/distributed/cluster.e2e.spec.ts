@@ -288,6 +288,20 @@ describe('distributed mode with real processes (e2e)', function () {
     expect(new Set(offsets).size).to.equal(64);
   });
 
+  it('replays on server B the answer server A gave under an Idempotency-Key, and acts once', async () => {
+    const ws = await createWorkspace();
+    const body = { contact: { email: `idem-${randomId().slice(0, 8)}@example.com` }, subject: `idem ${randomId()}`, message: 'hello' };
+    const send = (on: number) => call(`${apis[on]?.url}/api/v1/tickets`, 'POST', ws.apiKey, body, { 'idempotency-key': 'cross-server-1' });
+    const first = await send(0);
+    expect(first.status, JSON.stringify(first.body)).to.equal(201);
+    const again = await send(1);
+    expect(again.status).to.equal(201);
+    expect(again.body).to.deep.equal(first.body);
+    expect(again.headers.get('idempotent-replayed')).to.equal('true');
+    const listed = await ws.api(1, 'GET', '/api/v1/tickets?page_size=100');
+    expect((listed.body.items as { subject: string }[]).filter((t) => t.subject === body.subject)).to.have.length(1);
+  });
+
   it('answers 503 for tickets while Redis is down, writes nothing then, and rebuilds the read models when Redis comes back empty', async () => {
     const ws = await createWorkspace();
     await createTicket(ws, 0);

@@ -30,21 +30,26 @@ const contended = new ApiFailure(
   { 'Retry-After': '1' },
 );
 
+/** Renders anything a request threw as the answer, in one of the three body formats. */
+export const renderFailure = (ctx: Koa.Context, caught: unknown): void => {
+  const failure = caught instanceof ApiFailure ? caught : caught instanceof StreamContended ? contended : null;
+  const apiError = failure?.error ?? fromHttpError(caught as Record<string, unknown>);
+  if (apiError === null) {
+    console.error(`request ${String(ctx.state.requestId)} ${ctx.method} ${ctx.path} failed:`, caught);
+  }
+  const { status, body } = bodyOf(
+    apiError ?? { kind: 'business', status: 500, code: 'INTERNAL_ERROR', message: 'Internal server error', detail: null },
+    String(ctx.state.requestId),
+  );
+  ctx.status = status;
+  ctx.body = body;
+  for (const [name, value] of Object.entries(failure?.headers ?? {})) ctx.set(name, value);
+};
+
 export const errors = (): Koa.Middleware => async (ctx, next) => {
   try {
     await next();
   } catch (caught) {
-    const failure = caught instanceof ApiFailure ? caught : caught instanceof StreamContended ? contended : null;
-    const apiError = failure?.error ?? fromHttpError(caught as Record<string, unknown>);
-    if (apiError === null) {
-      console.error(`request ${String(ctx.state.requestId)} ${ctx.method} ${ctx.path} failed:`, caught);
-    }
-    const { status, body } = bodyOf(
-      apiError ?? { kind: 'business', status: 500, code: 'INTERNAL_ERROR', message: 'Internal server error', detail: null },
-      String(ctx.state.requestId),
-    );
-    ctx.status = status;
-    ctx.body = body;
-    for (const [name, value] of Object.entries(failure?.headers ?? {})) ctx.set(name, value);
+    renderFailure(ctx, caught);
   }
 };

@@ -1,0 +1,142 @@
+// `Idempotency-Key` on POST requests. The key is claimed in the log (stream
+// `idempotency-<scope>-<hash>`, scope: the workspace of the API key, or `admin`) before the route
+// runs, so two servers cannot both run it; the route's commands carry the claim on their events (in
+// the same append); its answer is recorded after. A retry with the same key and request gets the
+// recorded answer (`Idempotent-Replayed: true`); another request with the key is 422
+// IDEMPOTENCY_KEY_REUSED; a retry while the first still runs is 409 CONFLICT with Retry-After.
+// Answers that changed nothing (schema 422, 429, 503) release the key instead, so a corrected or
+// later retry runs. A claim whose answer a crash lost is settled by the log: if its request wrote
+// nothing the retry runs, else the retry is told it was carried out.
+import { createHash } from 'node:crypto';
+import type Koa from 'koa';
+import type { CommandHandler } from '../../app/command-handler.js';
+import { runUnderClaim } from '../../app/request-claim.js';
+import { CLAIM_METADATA, idempotencyKeyAggregate, verdictOf, type RecordedAnswer } from '../../domain/idempotency/idempotency.js';
+import type { EventLog, Json } from '../../log/event-log.js';
+import type { IdSource } from '../../shared/ids.js';
+import { business, invalid } from '../api-error.js';
+import { renderFailure } from './errors.js';
+
+export interface IdempotencyOptions {
+  readonly log: EventLog;
+  readonly handle: CommandHandler;
+  readonly newId: IdSource;
+  readonly nowMs: () => number;
+  /** Whether a POST to this path reaches a route (unknown paths are not claimed). */
+  readonly routed: (ctx: Koa.Context) => boolean;
+  /** Paths whose body the route reads itself, after the claim (uploads). */
+  readonly multipart: ReadonlySet<string>;
+  /** The longest a client may take to send a request (bounds how long an upload holds its claim). */
+  readonly requestTimeoutMs: number;
+}
+
+const HEADER = 'Idempotency-Key';
+const VALID_KEY = /^[\x21-\x7e]{1,255}$/;
+/** How long a claim may run before a retry asks the log what became of it. */
+const LEASE_MS = 60_000;
+/** Answers after which nothing was written: the key is released, not bound to them. */
+const NOTHING_WRITTEN = new Set([429, 503]);
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+/** Object keys sorted at every depth: the same JSON sent with another key order is the same request. */
+const canonical = (value: unknown): unknown =>
+  Array.isArray(value)
+    ? value.map(canonical)
+    : value !== null && typeof value === 'object'
+      ? Object.fromEntries(Object.keys(value).sort().map((k) => [k, canonical((value as Record<string, unknown>)[k])]))
+      : value;
+
+const fingerprintOf = (ctx: Koa.Context, multipart: boolean): string =>
+  sha256(
+    JSON.stringify(
+      // An upload is claimed before its body is read: its declared length stands for the body.
+      multipart ? [ctx.method, ctx.path, 'multipart', ctx.get('Content-Length')] : [ctx.method, ctx.path, canonical(ctx.request.body ?? null)],
+    ),
+  );
+
+/** The stream that holds a key's claims and answers. */
+export const idempotencyStream = (scope: string, key: string): string => `idempotency-${scope}-${sha256(key).slice(0, 40)}`;
+
+const isSchemaFailure = (status: number, body: unknown) => status === 422 && Array.isArray((body as { detail?: unknown } | null)?.detail);
+
+export const idempotency = (options: IdempotencyOptions): Koa.Middleware => {
+  const { log, handle, newId, nowMs } = options;
+
+  /** Whether the request that held `claimId` wrote anything: its events carry the claim. */
+  const wroteUnder = async (claimId: string, after: number, workspaceId: string | undefined): Promise<boolean> => {
+    const head = await log.headPosition();
+    for (let from = after; from < head; ) {
+      const page = await log.readAll({ after: from, limit: 1000, ...(workspaceId === undefined ? {} : { workspaceId }) });
+      if (page.some((e) => e.metadata[CLAIM_METADATA] === claimId)) return true;
+      const last = page.at(-1);
+      if (last === undefined) break;
+      from = last.position;
+    }
+    return false;
+  };
+
+  const replay = (ctx: Koa.Context, answer: RecordedAnswer) => {
+    ctx.status = answer.status;
+    ctx.body = answer.body;
+    ctx.set('Idempotent-Replayed', 'true');
+  };
+
+  return async (ctx, next) => {
+    const key = ctx.get(HEADER);
+    if (ctx.method !== 'POST' || key === '' || !options.routed(ctx)) return next();
+    if (!VALID_KEY.test(key)) {
+      throw invalid([{ type: 'value_error', loc: ['header', 'idempotency-key'], msg: 'Idempotency-Key should be 1 to 255 visible ASCII characters' }]);
+    }
+    const workspaceId: string | undefined = (ctx.state as { workspace?: { id: string } }).workspace?.id;
+    const scope = workspaceId ?? 'admin';
+    const stream = idempotencyStream(scope, key);
+    const multipart = options.multipart.has(ctx.path);
+    const fingerprint = fingerprintOf(ctx, multipart);
+    const claimId = newId();
+    const leaseMs = multipart ? options.requestTimeoutMs + LEASE_MS : LEASE_MS;
+
+    const records = await log.readStream(stream);
+    const state = records.reduce(idempotencyKeyAggregate.evolve, idempotencyKeyAggregate.initial);
+    const verdict = verdictOf(state, fingerprint, nowMs());
+    let takeover = false;
+    if (verdict.kind === 'expired') {
+      const claimedAt = records.findLast((e) => e.type === 'idempotency.claimed')?.position ?? 0;
+      if (await wroteUnder(verdict.claimId, claimedAt, workspaceId)) {
+        // Carried out, but the crash took its answer: say so, once and for every later retry.
+        const lost: RecordedAnswer = {
+          status: 409,
+          body: {
+            error_code: 'CONFLICT',
+            error_message: 'The request with this Idempotency-Key was carried out, but its answer was lost in a restart: read the resource to see its result',
+            detail: { reason: 'idempotent_answer_lost' },
+            request_id: String(ctx.state.requestId),
+          },
+        };
+        await handle(idempotencyKeyAggregate, stream, scope, { kind: 'answer', claimId: verdict.claimId, answer: lost, nowMs: nowMs() });
+        return replay(ctx, lost);
+      }
+      takeover = true;
+    }
+
+    const claimed = await handle(idempotencyKeyAggregate, stream, scope, { kind: 'claim', claimId, fingerprint, nowMs: nowMs(), leaseMs, takeover });
+    if (claimed._tag === 'Left') throw business(claimed.left, claimed.left.code === 'CONFLICT' ? { 'Retry-After': '1' } : {});
+    const now = claimed.right.state;
+    if (now.kind === 'answered' && claimed.right.records.length === 0) return replay(ctx, now.answer);
+
+    try {
+      await runUnderClaim(claimId, next);
+    } catch (caught) {
+      renderFailure(ctx, caught);
+    }
+    const answer: RecordedAnswer = { status: ctx.status, body: (ctx.body ?? null) as Json };
+    const settle = NOTHING_WRITTEN.has(answer.status) || isSchemaFailure(answer.status, answer.body)
+      ? ({ kind: 'release', claimId } as const)
+      : ({ kind: 'answer', claimId, answer, nowMs: nowMs() } as const);
+    // The answer stands even if recording it fails: the claim then expires and the log decides.
+    await handle(idempotencyKeyAggregate, stream, scope, settle).catch((error: unknown) => {
+      console.error(`idempotency key ${stream}: recording the answer failed:`, error);
+    });
+    return undefined;
+  };
+};

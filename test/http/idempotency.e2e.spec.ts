@@ -1,0 +1,203 @@
+// Idempotency-Key on POST against the real server: a retried request is answered with the first
+// answer and acts once, also when retried at once, concurrently, after a restart and after a crash
+// that lost the answer; another request under the same key is refused; a refused request frees it.
+import { expect } from 'chai';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { CLAIM_METADATA, IDEMPOTENCY_EVENTS } from '../../src/domain/idempotency/idempotency.js';
+import { ticketStream } from '../../src/domain/ticket/ticket.js';
+import { idempotencyStream } from '../../src/http/middleware/idempotency.js';
+import { startTestService, type Reply, type TestService, type TestWorkspace } from '../support/server.js';
+import { uniqueEmail } from '../support/tickets-fixtures.js';
+
+/** A ticket request with a subject of its own, so its tickets can be counted in the log. */
+const ticketBody = () => ({ contact: { email: uniqueEmail() }, subject: `Broken order ${randomUUID()}`, message: 'It arrived broken.' });
+
+describe('Idempotency-Key (e2e)', function () {
+  this.timeout(60_000);
+  let ts: TestService;
+  let ws: TestWorkspace;
+
+  before(async () => {
+    ts = await startTestService();
+    ws = await ts.createWorkspace();
+  });
+  after(() => ts.close());
+
+  const post = (path: string, body: unknown, key: string, on: TestWorkspace = ws) => on.api('POST', path, body, { 'idempotency-key': key });
+  const ticketsOf = async (subject: string, on: TestWorkspace = ws) =>
+    (await ts.service.core.log.readAll({ after: 0, types: ['ticket.created'], workspaceId: on.workspaceId })).filter((e) => e.data['subject'] === subject).length;
+  const expectSameAnswer = (replayed: Reply, first: Reply) => {
+    expect(replayed.status).to.equal(first.status);
+    expect(replayed.body).to.deep.equal(first.body);
+    expect(replayed.headers.get('idempotent-replayed')).to.equal('true');
+  };
+
+  it('answers a retried POST with the first answer and creates one ticket', async () => {
+    const body = ticketBody();
+    const first = await post('/api/v1/tickets', body, 'order-1');
+    expect(first.status).to.equal(201);
+    expect(first.headers.get('idempotent-replayed')).to.equal(null);
+    const again = await post('/api/v1/tickets', { ...body }, 'order-1');
+    expectSameAnswer(again, first);
+    // The same JSON with its keys in another order is the same request.
+    const reordered = Object.fromEntries(Object.entries(body).reverse());
+    expectSameAnswer(await post('/api/v1/tickets', reordered, 'order-1'), first);
+    expect(await ticketsOf(body.subject)).to.equal(1);
+  });
+
+  it('records the claim on the command\'s own events, in the same append', async () => {
+    const first = await post('/api/v1/tickets', ticketBody(), 'order-meta');
+    const events = await ts.service.core.log.readStream(ticketStream(String(first.body.id)));
+    const claims = new Set(events.map((e) => e.metadata[CLAIM_METADATA]));
+    expect(claims.size).to.equal(1);
+    const [claim] = [...claims];
+    expect(claim).to.be.a('string');
+    const keyEvents = await ts.service.core.log.readStream(idempotencyStream(ws.workspaceId, 'order-meta'));
+    expect(keyEvents.map((e) => e.type)).to.deep.equal([IDEMPOTENCY_EVENTS.claimed, IDEMPOTENCY_EVENTS.answered]);
+    expect(keyEvents[0]?.data['claim_id']).to.equal(claim);
+  });
+
+  it('refuses the key for another body or another path with 422 IDEMPOTENCY_KEY_REUSED', async () => {
+    expect((await post('/api/v1/tickets', ticketBody(), 'order-2')).status).to.equal(201);
+    for (const [path, body] of [
+      ['/api/v1/tickets', ticketBody()],
+      ['/api/v1/contacts', { email: uniqueEmail() }],
+    ] as const) {
+      const reused = await post(path, body, 'order-2');
+      expect(reused.status).to.equal(422);
+      expect(reused.body).to.include({ error_code: 'IDEMPOTENCY_KEY_REUSED' });
+      expect(reused.body.request_id).to.equal(reused.headers.get('x-request-id'));
+    }
+  });
+
+  it('keeps keys apart per workspace', async () => {
+    const other = await ts.createWorkspace();
+    const body = ticketBody();
+    const mine = await post('/api/v1/tickets', body, 'shared-key');
+    const theirs = await post('/api/v1/tickets', body, 'shared-key', other);
+    expect(theirs.status).to.equal(201);
+    expect(theirs.body.id).to.not.equal(mine.body.id);
+    expect(theirs.headers.get('idempotent-replayed')).to.equal(null);
+  });
+
+  it('acts once for 16 concurrent tries of one request; the others replay or are told to retry', async () => {
+    const body = ticketBody();
+    const replies = await Promise.all(Array.from({ length: 16 }, () => post('/api/v1/tickets', body, 'burst-1')));
+    expect(await ticketsOf(body.subject)).to.equal(1);
+    const created = replies.filter((r) => r.status === 201);
+    expect(new Set(created.map((r) => r.body.id)).size).to.equal(1);
+    for (const r of replies.filter((x) => x.status !== 201)) {
+      expect(r.status).to.equal(409);
+      expect(r.body).to.include({ error_code: 'CONFLICT' });
+      expect(r.headers.get('retry-after')).to.equal('1');
+    }
+    expectSameAnswer(await post('/api/v1/tickets', body, 'burst-1'), created[0] as Reply);
+  });
+
+  it('frees the key after an answer that changed nothing, so a corrected retry runs', async () => {
+    const refused = await post('/api/v1/tickets', { ...ticketBody(), priority: 'urgent!' }, 'fix-me');
+    expect(refused.status).to.equal(422);
+    const corrected = await post('/api/v1/tickets', ticketBody(), 'fix-me');
+    expect(corrected.status).to.equal(201);
+    expect(corrected.headers.get('idempotent-replayed')).to.equal(null);
+  });
+
+  it('binds the key to a business refusal (it was decided), and replays it', async () => {
+    const missing = '0'.repeat(32);
+    const first = await post(`/api/v1/tickets/${missing}/messages`, { content: 'hi' }, 'biz-1');
+    expect(first.status).to.equal(404);
+    expectSameAnswer(await post(`/api/v1/tickets/${missing}/messages`, { content: 'hi' }, 'biz-1'), first);
+  });
+
+  it('refuses a malformed key with a schema 422 on the header', async () => {
+    for (const key of ['x'.repeat(256), 'has space', 'tab\tkey']) {
+      const reply = await post('/api/v1/tickets', ticketBody(), key);
+      expect(reply.status).to.equal(422);
+      expect(reply.body.detail[0].loc).to.deep.equal(['header', 'idempotency-key']);
+    }
+  });
+
+  it('replays an upload instead of storing the file twice', async () => {
+    const form = () => {
+      const f = new FormData();
+      f.append('file', new Blob([new Uint8Array(100).fill(7)], { type: 'image/png' }), 'pic.png');
+      return f;
+    };
+    const send = () =>
+      fetch(`${ts.url}/api/v1/media/upload`, { method: 'POST', headers: { authorization: `Bearer ${ws.apiKey}`, 'idempotency-key': 'upload-1' }, body: form() });
+    const first = await send();
+    const again = await send();
+    expect(again.status).to.equal(first.status);
+    expect(await again.json()).to.deep.equal(await first.json());
+    expect(again.headers.get('idempotent-replayed')).to.equal('true');
+  });
+
+  describe('after a crash that lost the answer', () => {
+    /** Leaves the key claimed with a lease that has run out, as a killed server leaves it. */
+    const abandonClaim = async (key: string, claimId: string, fingerprintOf: string) =>
+      ts.service.core.log.append(
+        idempotencyStream(ws.workspaceId, key),
+        [{ id: `${claimId}-event`, type: IDEMPOTENCY_EVENTS.claimed, workspaceId: ws.workspaceId, data: { claim_id: claimId, fingerprint: fingerprintOf, lease_until_ms: Date.now() - 1 } }],
+        'no_stream',
+      );
+
+    it('runs the retry when the interrupted request wrote nothing', async () => {
+      const body = ticketBody();
+      // The fingerprint of the request as the server computes it: take it from a claim it made.
+      const probe = await post('/api/v1/tickets', body, 'probe-key');
+      const fingerprint = String((await ts.service.core.log.readStream(idempotencyStream(ws.workspaceId, 'probe-key')))[0]?.data['fingerprint']);
+      await abandonClaim('crash-1', 'claim-nothing-written', fingerprint);
+      const retried = await post('/api/v1/tickets', body, 'crash-1');
+      expect(retried.status).to.equal(201);
+      expect(retried.body.id).to.not.equal(probe.body.id);
+    });
+
+    it('tells the retry the request was carried out when its events are in the log', async () => {
+      const body = ticketBody();
+      const probe = await post('/api/v1/tickets', body, 'probe-key-2');
+      const fingerprint = String((await ts.service.core.log.readStream(idempotencyStream(ws.workspaceId, 'probe-key-2')))[0]?.data['fingerprint']);
+      await abandonClaim('crash-2', 'claim-that-wrote', fingerprint);
+      // What the interrupted request wrote before the crash: an event carrying its claim.
+      await ts.service.core.log.append(`ticket-${'f'.repeat(32)}`, [{ id: 'written-before-crash', type: 'ticket.note', workspaceId: ws.workspaceId, data: {}, metadata: { [CLAIM_METADATA]: 'claim-that-wrote' } }], 'any');
+      const retried = await post('/api/v1/tickets', body, 'crash-2');
+      expect(retried.status).to.equal(409);
+      expect(retried.body.detail).to.deep.equal({ reason: 'idempotent_answer_lost' });
+      expect(await ticketsOf(body.subject)).to.equal(1);
+      expect(probe.status).to.equal(201);
+      expectSameAnswer(await post('/api/v1/tickets', body, 'crash-2'), retried);
+    });
+  });
+});
+
+describe('Idempotency-Key across a restart (e2e)', () => {
+  it('replays the first answer from the log after the server restarts', async () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'sp-idempotency-'));
+    const first = await startTestService({}, { dataDir });
+    const ws = await first.createWorkspace();
+    const body = ticketBody();
+    const created = await ws.api('POST', '/api/v1/tickets', body, { 'idempotency-key': 'restart-1' });
+    await first.close();
+    const second = await startTestService({}, { dataDir });
+    try {
+      const again = await call(second.url, ws.apiKey, body);
+      expect(again.status).to.equal(201);
+      expect(again.body).to.deep.equal(created.body);
+      expect(again.headers.get('idempotent-replayed')).to.equal('true');
+    } finally {
+      await second.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
+const call = async (url: string, key: string, body: unknown) => {
+  const response = await fetch(`${url}/api/v1/tickets`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'idempotency-key': 'restart-1' },
+    body: JSON.stringify(body),
+  });
+  return { status: response.status, headers: response.headers, body: (await response.json()) as Record<string, unknown> };
+};

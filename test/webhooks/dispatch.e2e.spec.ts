@@ -302,6 +302,8 @@ describe('webhook delivery (e2e)', () => {
     expect(again && header(again, 'x-webhook-id')).to.equal(id);
     expect(again && header(again, 'x-webhook-attempt')).to.equal('1');
     await eventually('delivered in round 2', async () => (await deliveries(sub.id))[0]?.status === 'delivered');
+    // Any successful delivery resets the run of failures, a retried one too.
+    await eventually('the failure count reset by the retry', async () => (await consecutiveFailures(sub.id)) === 0);
     const refused = await ws.api('POST', `/api/v1/webhooks/${sub.id}/deliveries/${id}/retry`);
     expect(refused.status).to.equal(409);
     expect(refused.body.error_code).to.equal('CONFLICT');

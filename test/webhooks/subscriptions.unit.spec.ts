@@ -27,7 +27,8 @@ const run = (commands: SubscriptionCommand[], owner = aggregate) => {
 };
 
 const create: SubscriptionCommand = { kind: 'create', url: 'https://x.test/h', events: [], description: '', secretEncrypted: 'v1:sealed', at: '2026-01-01T00:00:00.000' };
-const failed = (deliveryId: string): SubscriptionCommand => ({ kind: 'record_delivery_failed', deliveryId });
+const failed = (deliveryId: string, round = 1): SubscriptionCommand => ({ kind: 'record_delivery_failed', deliveryId, round });
+const succeeded = (deliveryId: string, round = 1): SubscriptionCommand => ({ kind: 'record_delivery_succeeded', deliveryId, round });
 
 describe('webhook subscription aggregate', () => {
   it('creates an active subscription owned by the workspace, without the secret in clear', () => {
@@ -63,8 +64,16 @@ describe('webhook subscription aggregate', () => {
   });
 
   it('resets the counter on a success, and records nothing when it is already 0', () => {
-    expect(run([create, failed('d1'), failed('d2'), { kind: 'record_delivery_succeeded', deliveryId: 'd3' }]).state.consecutiveFailures).to.equal(0);
-    expect(run([create, { kind: 'record_delivery_succeeded', deliveryId: 'd1' }]).events).to.have.length(1);
+    expect(run([create, failed('d1'), failed('d2'), succeeded('d3')]).state.consecutiveFailures).to.equal(0);
+    expect(run([create, succeeded('d1')]).events).to.have.length(1);
+  });
+
+  it('resets the counter when a manual retry of a failed delivery succeeds, and counts a failed retry round again', () => {
+    expect(run([create, failed('d1'), failed('d2'), succeeded('d2', 2)]).state.consecutiveFailures).to.equal(0);
+    const retriedAndFailed = run([create, failed('d1'), failed('d1', 2), failed('d1', 2)]);
+    expect(retriedAndFailed.state.consecutiveFailures).to.equal(2);
+    // A repeated success report of one round resets once; an old report does not count again.
+    expect(run([create, failed('d1'), succeeded('d1', 2), failed('d2'), succeeded('d1', 2)]).state.consecutiveFailures).to.equal(1);
   });
 
   it('PATCH is_active true reactivates and resets, even when already active (rule 4)', () => {

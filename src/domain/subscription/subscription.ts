@@ -8,8 +8,14 @@ import { PUBLIC_EVENT_TYPES, isPublicEventType } from '../event-types.js';
 
 /** The 5th failed delivery in a row deactivates the subscription. */
 export const AUTO_DISABLE_AFTER = 5;
-/** How many recent delivery ids a subscription remembers, so a repeated report counts once. */
+/** How many recent delivery rounds a subscription remembers, so a repeated report counts once. */
 const REMEMBERED_DELIVERIES = 64;
+
+/**
+ * What a report is remembered by: the delivery and its round (a manual retry is a new round of the
+ * same delivery, whose outcome counts again). Events written before rounds were recorded are round 1.
+ */
+const reportKey = (deliveryId: string, round: number): string => `${deliveryId}#${round}`;
 
 export const SUBSCRIPTION_EVENTS = {
   created: 'webhook.subscription_created',
@@ -50,8 +56,8 @@ export interface SubscriptionState {
 export type SubscriptionCommand =
   | { readonly kind: 'create'; readonly url: string; readonly events: readonly string[]; readonly description: string; readonly secretEncrypted: string; readonly at: string }
   | { readonly kind: 'update'; readonly url?: string; readonly events?: readonly string[]; readonly description?: string; readonly isActive?: boolean }
-  | { readonly kind: 'record_delivery_failed'; readonly deliveryId: string }
-  | { readonly kind: 'record_delivery_succeeded'; readonly deliveryId: string }
+  | { readonly kind: 'record_delivery_failed'; readonly deliveryId: string; readonly round: number }
+  | { readonly kind: 'record_delivery_succeeded'; readonly deliveryId: string; readonly round: number }
   | { readonly kind: 'delete' }
   | { readonly kind: 'abandon' };
 
@@ -71,8 +77,10 @@ const initial: SubscriptionState = {
 
 const strings = (value: unknown): string[] => (Array.isArray(value) ? value.map(String) : []);
 
-const remember = (state: SubscriptionState, deliveryId: unknown): readonly string[] =>
-  typeof deliveryId === 'string' ? [...state.recentDeliveries, deliveryId].slice(-REMEMBERED_DELIVERIES) : state.recentDeliveries;
+const remember = (state: SubscriptionState, data: Readonly<Record<string, unknown>>): readonly string[] =>
+  typeof data['delivery_id'] === 'string'
+    ? [...state.recentDeliveries, reportKey(data['delivery_id'], typeof data['round'] === 'number' ? data['round'] : 1)].slice(-REMEMBERED_DELIVERIES)
+    : state.recentDeliveries;
 
 const evolve: Aggregate<SubscriptionState, SubscriptionCommand>['evolve'] = (state, { type, data }) => {
   switch (type) {
@@ -100,9 +108,9 @@ const evolve: Aggregate<SubscriptionState, SubscriptionCommand>['evolve'] = (sta
     case SUBSCRIPTION_EVENTS.deactivated:
       return { ...state, isActive: false };
     case SUBSCRIPTION_EVENTS.failureCounted:
-      return { ...state, consecutiveFailures: Number(data['consecutive_failures']), recentDeliveries: remember(state, data['delivery_id']) };
+      return { ...state, consecutiveFailures: Number(data['consecutive_failures']), recentDeliveries: remember(state, data) };
     case SUBSCRIPTION_EVENTS.failuresReset:
-      return { ...state, consecutiveFailures: 0, recentDeliveries: remember(state, data['delivery_id']) };
+      return { ...state, consecutiveFailures: 0, recentDeliveries: remember(state, data) };
     case SUBSCRIPTION_EVENTS.deleted:
       return { ...state, exists: false, deleted: true, isActive: false };
     // Owned by no workspace: every command but a create finds nothing, and a create finds it taken.
@@ -158,15 +166,18 @@ const decideFor = (workspaceId: string): Aggregate<SubscriptionState, Subscripti
     case 'update':
       return decideUpdate(command, state);
     case 'record_delivery_failed': {
-      if (state.recentDeliveries.includes(command.deliveryId)) return right([]);
+      if (state.recentDeliveries.includes(reportKey(command.deliveryId, command.round))) return right([]);
       const failures = state.consecutiveFailures + 1;
-      const decided: Decided[] = [{ type: SUBSCRIPTION_EVENTS.failureCounted, data: { delivery_id: command.deliveryId, consecutive_failures: failures } }];
+      const decided: Decided[] = [
+        { type: SUBSCRIPTION_EVENTS.failureCounted, data: { delivery_id: command.deliveryId, round: command.round, consecutive_failures: failures } },
+      ];
       if (state.isActive && failures >= AUTO_DISABLE_AFTER) decided.push({ type: SUBSCRIPTION_EVENTS.deactivated, data: { reason: 'consecutive_failures' } });
       return right(decided);
     }
+    // Any successful delivery resets the run, a manual retry's round of an already failed one too.
     case 'record_delivery_succeeded':
-      if (state.consecutiveFailures === 0 || state.recentDeliveries.includes(command.deliveryId)) return right([]);
-      return right([{ type: SUBSCRIPTION_EVENTS.failuresReset, data: { delivery_id: command.deliveryId } }]);
+      if (state.consecutiveFailures === 0 || state.recentDeliveries.includes(reportKey(command.deliveryId, command.round))) return right([]);
+      return right([{ type: SUBSCRIPTION_EVENTS.failuresReset, data: { delivery_id: command.deliveryId, round: command.round } }]);
     case 'delete':
       return right([{ type: SUBSCRIPTION_EVENTS.deleted, data: {} }]);
   }

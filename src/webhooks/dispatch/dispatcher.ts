@@ -23,7 +23,7 @@ import { readDeliveryHistory } from './restore.js';
 import type { DueAttempt, RetrySchedule, SharedRetrySchedule } from './retry-schedule.js';
 import { createWaitingDeliveries, type WaitingView } from './waiting.js';
 
-export type DeliveryReport = { readonly kind: 'record_delivery_failed' | 'record_delivery_succeeded'; readonly deliveryId: string };
+export type DeliveryReport = { readonly kind: 'record_delivery_failed' | 'record_delivery_succeeded'; readonly deliveryId: string; readonly round: number };
 
 export interface DispatcherDeps {
   readonly log: EventLog;
@@ -157,7 +157,7 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
     const next = previous.then(async () => {
       const row = subscriptions.get(p.workspaceId, subscriptionId);
       if (row === undefined || (kind === 'record_delivery_succeeded' && row.consecutiveFailures === 0)) return;
-      await deps.report(p.workspaceId, subscriptionId, { kind, deliveryId: p.delivery.id });
+      await deps.report(p.workspaceId, subscriptionId, { kind, deliveryId: p.delivery.id, round: p.delivery.round });
     });
     const settled = next.catch(() => undefined);
     reports.set(subscriptionId, settled);

@@ -41,7 +41,7 @@ const blockListOf = (blocks: readonly (readonly [string, number])[]): BlockList 
 export class BlockedAddressError extends Error {
   readonly code = 'EADDRBLOCKED';
   constructor(readonly host: string, readonly addresses: readonly string[]) {
-    super(`${host} resolves only to blocked addresses (${addresses.join(', ')}): private, loopback and other internal networks are refused`);
+    super(`${host} resolves only to blocked addresses (${addresses.join(', ')}): private, loopback, link-local and other internal networks are refused unless WEBHOOK_ALLOWED_NETWORKS opens them`);
     this.name = 'BlockedAddressError';
   }
 }

@@ -141,8 +141,29 @@ describe('webhook sender (real receiver)', () => {
         const outcome = await guarded.send(requestTo(`http://${host}:${receiver.port}/hook`));
         expect(outcome).to.include({ delivered: false, statusCode: null });
         expect(outcome.error).to.match(/^blocked address/);
+        expect(outcome.error).to.contain('WEBHOOK_ALLOWED_NETWORKS');
         expect(receiver.requests).to.have.length(0);
       });
     }
+
+    for (const host of ['169.254.169.254', '10.0.0.1', '[fe80::1]', '[fd00::1]', '100.64.0.1']) {
+      it(`refuses the internal address ${host} without connecting`, async () => {
+        const outcome = await guarded.send(requestTo(`http://${host}:80/hook`));
+        expect(outcome).to.include({ delivered: false, statusCode: null });
+        expect(outcome.error).to.match(/^blocked address/);
+      });
+    }
+
+    it('never follows a redirect to an internal address', async () => {
+      const open = createSender({ timeoutMs: 300, allowedNetworks: ['127.0.0.0/8'] });
+      try {
+        receiver.respond({ kind: 'status', status: 302, headers: { location: 'http://169.254.169.254/latest/meta-data/' } });
+        const outcome = await open.send(requestTo(`http://127.0.0.1:${receiver.port}/hook`));
+        expect(outcome).to.include({ delivered: false, statusCode: 302 });
+        expect(receiver.requests).to.have.length(1);
+      } finally {
+        await open.close();
+      }
+    });
   });
 });

@@ -2,6 +2,7 @@
 // hash, for authentication. Pure row evolution plus an in-memory store, rebuilt from the log at start.
 import type { RecordedEvent } from '../src/log/event-log.js';
 import { WORKSPACE_EVENT_TYPES, type KeyStatus } from '../src/domain/workspace/workspace.js';
+import { ownEntry } from '../src/domain/own-entry.js';
 
 export interface WorkspaceRow {
   readonly id: string;
@@ -19,7 +20,7 @@ export const evolveWorkspaceRow = (row: WorkspaceRow | undefined, event: Pick<Re
   }
   if (row === undefined) return undefined;
   const keyId = String(data['key_id']);
-  const key = row.keys[keyId];
+  const key = ownEntry(row.keys, keyId);
   switch (type) {
     case 'workspace.blocked':
     case 'workspace.unblocked':
@@ -69,7 +70,7 @@ export const createWorkspaceDirectory = (): WorkspaceDirectory => {
     ownerOfKey(keyHash) {
       const entry = keyIndex.get(keyHash);
       const workspace = entry === undefined ? undefined : workspaces.get(entry.workspaceId);
-      const key = entry === undefined ? undefined : workspace?.keys[entry.keyId];
+      const key = entry === undefined || workspace === undefined ? undefined : ownEntry(workspace.keys, entry.keyId);
       return workspace === undefined || key === undefined || entry === undefined ? undefined : { workspace, keyId: entry.keyId, status: key.status };
     },
     count: () => workspaces.size,

@@ -8,6 +8,7 @@ import type { CommandOf, NewMessage } from './commands.js';
 import { internalEvent, publicEvent, ticketUpdated } from './events.js';
 import { isSystemMessage, TICKET_CHANGED, type MessageState, type TicketState } from './state.js';
 import { REOPENED_BY_CONTACT_REPLY } from './transitions.js';
+import { ownEntry } from '../own-entry.js';
 
 type Decision = Either<DomainError, readonly Decided[]>;
 
@@ -32,7 +33,7 @@ export const messageCreated = (ticketId: string, m: NewMessage, now: number): De
 export const decidePostMessage = (c: CommandOf<'post_message'>, state: TicketState): Decision => {
   const m = c.message;
   if (isEmptyMessage(m.content, m.media.length)) return empty();
-  if (state.messages[m.messageId] !== undefined) return left(domainError('CONFLICT', 'This message id is already used', { message_id: m.messageId }));
+  if (ownEntry(state.messages, m.messageId) !== undefined) return left(domainError('CONFLICT', 'This message id is already used', { message_id: m.messageId }));
   const events = [messageCreated(c.ticketId, m, c.now)];
   if (m.senderType === 'contact' && REOPENED_BY_CONTACT_REPLY.includes(state.status)) {
     events.push(
@@ -44,7 +45,7 @@ export const decidePostMessage = (c: CommandOf<'post_message'>, state: TicketSta
 };
 
 const withMessage = (state: TicketState, ticketId: string, messageId: string, decide: (m: MessageState) => Decision): Decision => {
-  const message = state.messages[messageId];
+  const message = ownEntry(state.messages, messageId);
   if (message === undefined) return left(domainError('MESSAGE_NOT_FOUND', 'Message not found', { ticket_id: ticketId, message_id: messageId }));
   return decide(message);
 };
@@ -69,7 +70,7 @@ export const decideEditMessage = (c: CommandOf<'edit_message'>, state: TicketSta
 export const decideAddReaction = (c: CommandOf<'add_reaction'>, state: TicketState): Decision =>
   withMessage(state, c.ticketId, c.messageId, (m) =>
     right(
-      m.reactions[c.reactorId] === c.emoji
+      ownEntry(m.reactions, c.reactorId) === c.emoji
         ? []
         : [publicEvent('message.reaction.added', { message_id: c.messageId, reactor_kind: c.reactorKind, reactor_id: c.reactorId, emoji: c.emoji })],
     ),
@@ -77,5 +78,5 @@ export const decideAddReaction = (c: CommandOf<'add_reaction'>, state: TicketSta
 
 export const decideRemoveReaction = (c: CommandOf<'remove_reaction'>, state: TicketState): Decision =>
   withMessage(state, c.ticketId, c.messageId, (m) =>
-    right(m.reactions[c.reactorId] === undefined ? [] : [publicEvent('message.reaction.removed', { message_id: c.messageId, reactor_id: c.reactorId })]),
+    right(ownEntry(m.reactions, c.reactorId) === undefined ? [] : [publicEvent('message.reaction.removed', { message_id: c.messageId, reactor_id: c.reactorId })]),
   );

@@ -3,6 +3,7 @@
 import type { Aggregate } from '../../app/command-handler.js';
 import type { Json, JsonObject } from '../../log/event-log.js';
 import type { SenderType, TicketPriority, TicketStatus } from '../catalogue.js';
+import { ownEntry } from '../own-entry.js';
 
 /** Internal: everything the ticket's read model and aggregate need that ticket.created leaves out. */
 export const TICKET_OPENED = 'ticket.opened';
@@ -50,7 +51,7 @@ const str = (v: Json | undefined): string => String(v);
 const strOrNull = (v: Json | undefined): string | null => (typeof v === 'string' ? v : null);
 
 const withMessage = (state: TicketState, id: string, change: (m: MessageState) => MessageState): TicketState => {
-  const message = state.messages[id];
+  const message = ownEntry(state.messages, id);
   return message === undefined ? state : { ...state, messages: { ...state.messages, [id]: change(message) } };
 };
 

@@ -3,6 +3,7 @@
 import { left, right } from 'fp-ts/lib/Either.js';
 import type { Aggregate, Decided } from '../../app/command-handler.js';
 import { domainError } from '../errors.js';
+import { ownEntry } from '../own-entry.js';
 
 export type KeyStatus = 'active' | 'disabled' | 'deleted';
 
@@ -72,7 +73,7 @@ const decide: Aggregate<WorkspaceState, WorkspaceCommand>['decide'] = (command, 
     case 'issue_key':
       return right([{ type: 'api_key.issued', data: { key_id: command.keyId, key_hash: command.keyHash, created_at: command.at } }]);
     case 'set_key_status': {
-      const current = state.keys[command.keyId];
+      const current = ownEntry(state.keys, command.keyId);
       if (current === undefined || current === 'deleted') return left(domainError('VALIDATION_ERROR', 'Unknown API key', { key_id: command.keyId }));
       const events: Decided[] = current === command.status ? [] : [{ type: KEY_STATUS_EVENT[command.status], data: { key_id: command.keyId } }];
       return right(events);

@@ -44,19 +44,25 @@ export interface HttpAppOptions {
 const JSON_TYPES = ['application/json', 'application/*+json'];
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
 
+const BODY_METHODS = ['POST', 'PUT', 'PATCH', 'DELETE'];
+const notJson = () => invalid([{ type: 'content_type', loc: ['header', 'content-type'], msg: 'Expected a JSON body with Content-Type application/json' }]);
+
 /**
- * JSON bodies, except on the multipart routes, which read and check their bodies themselves. The
- * bytes are decoded strictly, so invalid UTF-8 is a 422 instead of silently becoming U+FFFD; a body
- * of another type is a 422.
+ * JSON bodies of the routes that exist, except the multipart ones, which read and check their bodies
+ * themselves (an unknown route answers 404 without reading a byte). The bytes are decoded strictly,
+ * so invalid UTF-8 is a 422 instead of silently becoming U+FFFD; a body of another type is a 422.
  */
-const jsonBody = (limit: number, multipart: ReadonlySet<string>): Koa.Middleware => async (ctx, next) => {
-  if (multipart.has(ctx.path) || !['POST', 'PUT', 'PATCH', 'DELETE'].includes(ctx.method)) return next();
-  const hasBody = ctx.request.length > 0 || ctx.get('Transfer-Encoding') !== '';
-  if (!hasBody) return next();
-  if (ctx.request.is(JSON_TYPES) === false) {
-    throw invalid([{ type: 'content_type', loc: ['header', 'content-type'], msg: 'Expected a JSON body with Content-Type application/json' }]);
-  }
+const jsonBody = (limit: number, multipart: ReadonlySet<string>, routed: (ctx: Koa.Context) => boolean): Koa.Middleware => async (ctx, next) => {
+  if (!BODY_METHODS.includes(ctx.method) || multipart.has(ctx.path) || !routed(ctx)) return next();
+  const chunked = ctx.get('Transfer-Encoding') !== '';
+  if (!chunked && !(ctx.request.length > 0)) return next();
+  const isJson = typeof ctx.request.is(JSON_TYPES) === 'string';
+  // A declared body of another type is refused unread; a chunked one may turn out empty (Node's own
+  // client sends an empty chunked body for a POST without one), which is no body at all.
+  if (!isJson && !chunked) throw notJson();
   const bytes = await getRawBody(ctx.req, { limit, length: ctx.request.length });
+  if (bytes.length === 0) return next();
+  if (!isJson) throw notJson();
   let text: string;
   try {
     text = strictUtf8.decode(bytes);
@@ -69,6 +75,22 @@ const jsonBody = (limit: number, multipart: ReadonlySet<string>): Koa.Middleware
     throw invalid([{ type: 'json_invalid', loc: ['body'], msg: 'Body is not valid JSON' }]);
   }
   return next();
+};
+
+/**
+ * A request refused before its body was read to the end leaves the rest of it in the connection:
+ * the connection closes after the answer instead of reading an unbounded remainder (a chunked body
+ * over the limit stalled the next request on a kept-alive connection until the request deadline).
+ */
+const closeAfterUnreadBody = (): Koa.Middleware => async (ctx, next) => {
+  await next();
+  if (ctx.status >= 400 && !ctx.req.complete) ctx.set('Connection', 'close');
+};
+
+/** HTTP/1.1 requires Host (Node's own check answers without a request id, so the server leaves it here). */
+const requireHost = (): Koa.Middleware => async (ctx, next) => {
+  if (ctx.req.httpVersion === '1.1' && ctx.get('Host') === '') throw short(400, 'Bad Request: HTTP/1.1 requires a Host header');
+  await next();
 };
 
 const digest = (s: string) => createHash('sha256').update(s).digest();
@@ -127,8 +149,10 @@ export interface HttpApp {
 export const createHttpApp = (options: HttpAppOptions): HttpApp => {
   const app = new Koa<ApiState>({ proxy: options.trustProxy });
   app.silent = true;
+  app.use(closeAfterUnreadBody());
   app.use(requestId());
   app.use(errors());
+  app.use(requireHost());
   const open = new Router<ApiState>(MATCHING);
   options.modules.forEach((m) => m.open?.(open));
   app.use(open.routes());
@@ -141,9 +165,9 @@ export const createHttpApp = (options: HttpAppOptions): HttpApp => {
   ];
   for (const s of surfaces) app.use(guarded(s));
   const multipart = new Set(options.modules.flatMap((m) => m.multipart ?? []));
-  app.use(jsonBody(options.bodyLimitBytes, multipart));
   const routers = surfaces.map((s) => s.router);
   const routed = (ctx: Koa.Context) => routers.some((r) => r.match(ctx.path, ctx.method).route);
+  app.use(jsonBody(options.bodyLimitBytes, multipart, routed));
   app.use(idempotency({ ...options.idempotency, routed, multipart }));
   for (const router of routers) app.use(router.routes());
   app.use(async (ctx) => {

@@ -53,6 +53,8 @@ export const createHttpServer = (app: { callback(): RequestListener }, limits: S
       requestTimeout: limits.requestTimeoutMs,
       // How often Node checks those deadlines (its default is 30 s, far coarser than the deadlines).
       connectionsCheckingInterval: Math.max(100, Math.min(5_000, Math.floor(limits.headersTimeoutMs / 4))),
+      // The app answers a missing Host itself, in the short form with a request id.
+      requireHostHeader: false,
     },
     app.callback(),
   );

@@ -56,6 +56,14 @@ const dedupe = (problems: Problem[]): Problem[] => {
   });
 };
 
+/** The most problems one answer lists: a body with 80,000 unknown keys must not answer 7 MB. */
+const MAX_PROBLEMS = 50;
+
+const listed = (where: Location, problems: Problem[]): Problem[] =>
+  problems.length <= MAX_PROBLEMS
+    ? problems
+    : [...problems.slice(0, MAX_PROBLEMS), { type: 'too_many_errors', loc: [where], msg: `${problems.length - MAX_PROBLEMS} more problems not listed` }];
+
 /**
  * Decodes `value` or throws the schema 422. Unknown top-level fields of object codecs are refused
  * (type `extra_forbidden`), so a misspelt optional field is never silently ignored.
@@ -73,7 +81,7 @@ export const decode = <C extends t.Mixed>(codec: C, value: unknown, where: Locat
   }
   const result = codec.decode(value);
   if (result._tag === 'Left') problems.push(...result.left.map((e) => problemOf(where, e)));
-  if (problems.length > 0) throw invalid(dedupe(problems));
+  if (problems.length > 0) throw invalid(listed(where, dedupe(problems)));
   return (result as { right: t.TypeOf<C> }).right;
 };
 

@@ -27,7 +27,7 @@ const MIME = /^[a-z0-9!#$&^_.+-]+\/[a-z0-9!#$&^_.+-]+$/i;
 /** Bytes of parts other than `file` read (and discarded) before the form counts as abuse. */
 const OTHER_PARTS_MAX_BYTES = 64 * 1024;
 /** Room for boundaries, part headers and those other parts beside the file. */
-export const MULTIPART_OVERHEAD_BYTES = OTHER_PARTS_MAX_BYTES + 16 * 1024;
+const MULTIPART_OVERHEAD_BYTES = OTHER_PARTS_MAX_BYTES + 16 * 1024;
 /**
  * After refusing an upload mid-body, the rest of it is read and discarded for at most this long
  * before the connection closes: the client is still sending, and closing at once could reset the
@@ -73,31 +73,23 @@ const formProblem = (msg: string) => invalid([{ type: 'multipart', loc: ['body',
 const tooLarge = (maxBytes: number) => business(domainError('MEDIA_TOO_LARGE', `File is larger than the limit of ${maxBytes} bytes`, { max_bytes: maxBytes }));
 
 /**
- * After a refusal, reads and discards what is left of the request for a short while. When the body
- * did not end, the connection is closed after the answer instead of draining an unbounded remainder.
+ * After a refusal, reads and discards what is left of the request for a short while, so a client
+ * still sending sees the answer; what is still unread then closes the connection (src/http/app.ts).
  */
-const settleRequest = async (ctx: ApiContext, req: IncomingMessage) => {
-  if (!req.complete && !req.destroyed) {
-    const ended = new Promise<void>((resolve) => {
-      req.once('end', resolve);
-      req.once('close', resolve);
-    });
-    req.resume();
-    await Promise.race([ended, sleep(LINGER_MS)]);
-  }
-  if (!req.complete) ctx.set('Connection', 'close');
+const settleRequest = async (req: IncomingMessage) => {
+  if (req.complete || req.destroyed) return;
+  const ended = new Promise<void>((resolve) => {
+    req.once('end', resolve);
+    req.once('close', resolve);
+  });
+  req.resume();
+  await Promise.race([ended, sleep(LINGER_MS)]);
 };
 
-/**
- * 413 before reading a byte when the declared length cannot hold a file within the limit (the
- * connection then closes instead of taking in the rest).
- */
-export const refuseDeclaredOversize = (ctx: ApiContext, maxBytes: number): void => {
+/** 413 before reading a byte when the declared length cannot hold a file within the limit. */
+const refuseDeclaredOversize = (ctx: ApiContext, maxBytes: number): void => {
   const declared = ctx.request.length;
-  if (declared !== undefined && declared > maxBytes + MULTIPART_OVERHEAD_BYTES) {
-    ctx.set('Connection', 'close');
-    throw tooLarge(maxBytes);
-  }
+  if (declared !== undefined && declared > maxBytes + MULTIPART_OVERHEAD_BYTES) throw tooLarge(maxBytes);
 };
 
 /** Streams the request's `file` part into `store` under `key`; throws an ApiFailure on any failure. */
@@ -182,7 +174,7 @@ export const receiveUpload = async (ctx: ApiContext, store: MediaStore, key: str
   if (refusal === null && outcome !== null && 'size' in outcome && upload !== null) {
     return { fileName: upload.fileName, contentType: upload.contentType, size: outcome.size };
   }
-  await settleRequest(ctx, ctx.req);
+  await settleRequest(ctx.req);
   throw failureOf(refusal, maxBytes);
 };
 

@@ -6,6 +6,7 @@ import { createRedisDocumentStores } from '../projections/tickets-store-redis.js
 import { createWorkspaceDirectory } from '../projections/workspace-directory.js';
 import { createCommandHandler } from './app/command-handler.js';
 import type { Core, Feature, FeatureFactory } from './app/core.js';
+import { createHeadWatch } from './app/head-watch.js';
 import { createProjectionRunner } from './app/projection-runner.js';
 import { createWorkspaceCommands } from './app/workspaces.js';
 import type { Config } from './config/config.js';
@@ -94,6 +95,7 @@ export const startService = async (config: Config, options: ServiceOptions = {})
     firstApiKey = { workspaceId: created.workspaceId, apiKey: created.apiKey };
   }
 
+  const head = createHeadWatch(log);
   const { app, routes } = createHttpApp({
     directory,
     rateLimiter: core.rateLimiter,
@@ -102,6 +104,8 @@ export const startService = async (config: Config, options: ServiceOptions = {})
     maintenanceMode: () => config.maintenanceMode,
     trustProxy: config.trustProxy,
     bodyLimitBytes: config.bodyLimitBytes,
+    // Only the embedded role writes every key change itself; other API servers share the log.
+    ...(config.role === 'all' ? {} : { keysCurrent: async () => directoryRunner.waitFor(await head()) }),
     idempotency: { log, handle, newId: randomId, nowMs: () => Math.floor(clock() / 1000), requestTimeoutMs: config.http.requestTimeoutMs },
     modules: [
       adminRoutes({ workspaces, planNames: Object.keys(config.plans), defaultPlan: config.defaultPlan, settled: directoryRunner.waitFor }),

@@ -9,7 +9,7 @@ import type { WorkspaceDirectory } from '../../projections/workspace-directory.j
 import type { RateLimiter } from '../ratelimit/rate-limiter.js';
 import { short, invalid } from './api-error.js';
 import type { ApiState } from './context.js';
-import { authenticate } from './middleware/auth.js';
+import { authenticate, type AuthOptions } from './middleware/auth.js';
 import { errors } from './middleware/errors.js';
 import { idempotency, type IdempotencyOptions } from './middleware/idempotency.js';
 import { maintenance } from './middleware/maintenance.js';
@@ -28,7 +28,7 @@ export interface RouteModule {
   readonly multipart?: readonly string[];
 }
 
-export interface HttpAppOptions {
+export interface HttpAppOptions extends Pick<AuthOptions, 'keysCurrent'> {
   readonly directory: WorkspaceDirectory;
   readonly rateLimiter: RateLimiter;
   readonly limits: { readonly perKey: number; readonly perIp: number };

@@ -302,6 +302,19 @@ describe('distributed mode with real processes (e2e)', function () {
     expect((listed.body.items as { subject: string }[]).filter((t) => t.subject === body.subject)).to.have.length(1);
   });
 
+  it('stops a disabled or deleted key at once on the other API server', async () => {
+    const ws = await createWorkspace();
+    for (let round = 0; round < 5; round++) {
+      const issued = await call(`${apis[0]?.url}/admin/v1/workspaces/${ws.workspaceId}/keys`, 'POST', ADMIN);
+      const { key_id: keyId, api_key: key } = issued.body as { key_id: string; api_key: string };
+      const status = round % 2 === 0 ? 'disabled' : 'deleted';
+      const patched = await call(`${apis[0]?.url}/admin/v1/workspaces/${ws.workspaceId}/keys/${keyId}`, 'PATCH', ADMIN, { status });
+      expect(patched.status).to.equal(200);
+      // The very next request, on the server that did not make the change.
+      expect((await call(`${apis[1]?.url}/api/v1/tickets`, 'GET', key)).status, `${status} key on server B`).to.equal(401);
+    }
+  });
+
   it('answers 503 for tickets while Redis is down, writes nothing then, and rebuilds the read models when Redis comes back empty', async () => {
     const ws = await createWorkspace();
     await createTicket(ws, 0);

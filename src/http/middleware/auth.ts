@@ -13,6 +13,12 @@ export interface AuthOptions {
   readonly directory: WorkspaceDirectory;
   readonly rateLimiter: RateLimiter;
   readonly limits: { readonly perKey: number; readonly perIp: number };
+  /**
+   * Resolves once the directory holds every key change committed before the call. Where other
+   * processes change keys (shared log), a disabled or deleted key must stop at once on this server
+   * too; where this process alone writes, the directory is current already and this is absent.
+   */
+  readonly keysCurrent?: () => Promise<void>;
 }
 
 const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
@@ -41,6 +47,7 @@ export const authenticate = (options: AuthOptions): Koa.Middleware<ApiState> => 
   };
 
   return async (ctx, next) => {
+    await options.keysCurrent?.();
     const key = BEARER.exec(ctx.get('Authorization'))?.[1];
     const hash = key === undefined ? undefined : hashApiKey(key);
     const owner = hash === undefined ? undefined : options.directory.ownerOfKey(hash);

@@ -13,6 +13,7 @@ import type { Config } from './config/config.js';
 import { isoMicros } from './domain/envelope.js';
 import { createHttpApp, type RegisteredRoute } from './http/app.js';
 import { adminRoutes } from './http/routes/admin.js';
+import { metricsRoutes } from './metrics/routes.js';
 import { createHttpServer } from './http/server.js';
 import { systemMicros, type MicrosClock } from './log/clock.js';
 import { openRoleLog, roleFeatures } from './bus/roles.js';
@@ -109,6 +110,7 @@ export const startService = async (config: Config, options: ServiceOptions = {})
     idempotency: { log, handle, newId: randomId, nowMs: () => Math.floor(clock() / 1000), requestTimeoutMs: config.http.requestTimeoutMs },
     modules: [
       adminRoutes({ workspaces, planNames: Object.keys(config.plans), defaultPlan: config.defaultPlan, settled: directoryRunner.waitFor }),
+      metricsRoutes(),
       ...features.flatMap((f) => (f.routes === undefined ? [] : [f.routes])),
     ],
   });

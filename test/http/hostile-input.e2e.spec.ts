@@ -4,7 +4,7 @@
 // X-Request-ID headers; other spellings of each path; requests Node's own parser refuses. Every
 // answer comes within a deadline, is never a 5xx (a 503 only in the business envelope), carries
 // X-Request-ID, and is JSON: one of the contract's three error formats for an error (spec
-// "Errors"), any JSON on success (204 and a media download aside). Path parameters are ids of the
+// "Errors"), any JSON on success (204, a media download and the metrics text aside). Path parameters are ids of the
 // caller's workspace, ids of another workspace, and hostile strings; no request may write to that
 // other workspace (checked in the log after every request, and through its own API at the end).
 import { createHash } from 'node:crypto';
@@ -379,6 +379,8 @@ describe('hostile input on every route (property, e2e)', function () {
   const refusedForContentType = (reply: RawReply) =>
     reply.status === 422 && JSON.stringify((reply.json as { detail?: { loc?: unknown }[] } | undefined)?.detail?.[0]?.loc) === '["header","content-type"]';
   const isMediaDownload = (route: Route) => route.method === 'GET' && route.path === '/api/v1/media/:media_id';
+  /** Prometheus' text format, the one success that is not JSON besides a download. */
+  const isMetrics = (route: Route) => route.path === '/admin/v1/metrics';
 
   /** A workspace's records, made through its own API; ids by kind. */
   const seed = async (w: TestWorkspace): Promise<Ids> => {
@@ -553,6 +555,10 @@ describe('hostile input on every route (property, e2e)', function () {
       return;
     }
     if (route !== null && isMediaDownload(route) && method === 'GET') return;
+    if (route !== null && isMetrics(route)) {
+      expect(reply.headers['content-type'] ?? '', `${label}\n  metrics content type`).to.match(/^text\/plain; version=0\.0\.4/);
+      return;
+    }
     expect(reply.headers['content-type'] ?? '', `${label}\n  success content type`).to.match(/json/);
     expect(reply.json, `${label}\n  success body is not JSON`).to.not.equal(undefined);
   };

@@ -36,6 +36,8 @@ export interface Config {
     /** Subscriptions one workspace may have at once (deleted ones free their slot). */
     readonly maxSubscriptions: number;
     readonly secretKey: string | null;
+    /** Keys that sealed secrets before WEBHOOK_SECRET_KEY: they still open them, and those are re-sealed with the current key. */
+    readonly previousSecretKeys: readonly string[];
   };
 }
 
@@ -133,6 +135,26 @@ const brokers = (env: Env, name: string): string[] | null => {
   });
 };
 
+const KEY_HEX = /^[0-9a-f]{64}$/i;
+const KEY_EXPECTED = 'expected 64 hex characters (a 256-bit key)';
+
+const secretKey = (env: Env, name: string): string | null => {
+  const raw = present(env, name);
+  if (raw !== undefined && !KEY_HEX.test(raw)) throw new ConfigError(name, KEY_EXPECTED);
+  return raw ?? null;
+};
+
+/** A comma-separated list of keys; a bad entry is named by its place, never shown (it may be a real key). */
+const secretKeys = (env: Env, name: string): string[] => {
+  const raw = present(env, name);
+  if (raw === undefined) return [];
+  const keys = raw.split(',').map((k) => k.trim());
+  keys.forEach((key, i) => {
+    if (!KEY_HEX.test(key)) throw new ConfigError(name, `entry ${i + 1} of ${keys.length}: ${KEY_EXPECTED}`);
+  });
+  return keys;
+};
+
 const httpTimeouts = (env: Env): Config['http'] => {
   const requestTimeoutMs = integer(env, 'HTTP_REQUEST_TIMEOUT_MS', 300_000, 100, 3_600_000);
   const headersTimeoutMs = integer(env, 'HTTP_HEADERS_TIMEOUT_MS', Math.min(15_000, requestTimeoutMs), 100, 600_000);
@@ -161,10 +183,6 @@ export const loadConfig = (env: Env = process.env): Config => {
   const role = (present(env, 'ROLE') ?? 'all') as Role;
   if (!ROLES.includes(role)) throw new ConfigError('ROLE', `expected one of ${ROLES.join(', ')}, got "${role}"`);
   const planTable = plans(env, 'PLANS');
-  const secretKey = present(env, 'WEBHOOK_SECRET_KEY') ?? null;
-  if (secretKey !== null && !/^[0-9a-f]{64}$/i.test(secretKey)) {
-    throw new ConfigError('WEBHOOK_SECRET_KEY', 'expected 64 hex characters (a 256-bit key)');
-  }
   return {
     role,
     port: integer(env, 'PORT', 8080, 0, 65535),
@@ -199,7 +217,8 @@ export const loadConfig = (env: Env = process.env): Config => {
       maxInFlightPerWorkspace: integer(env, 'WEBHOOK_MAX_IN_FLIGHT_PER_WORKSPACE', 64, 1, 100_000),
       // GitHub allows 20 hooks per event and repository: every event fans out to each subscription.
       maxSubscriptions: integer(env, 'WEBHOOK_MAX_SUBSCRIPTIONS', 20, 1, 10_000),
-      secretKey,
+      secretKey: secretKey(env, 'WEBHOOK_SECRET_KEY'),
+      previousSecretKeys: secretKeys(env, 'WEBHOOK_PREVIOUS_SECRET_KEYS'),
     },
   };
 };
@@ -235,4 +254,5 @@ export const CONFIG_VARIABLES = [
   'WEBHOOK_MAX_IN_FLIGHT_PER_WORKSPACE',
   'WEBHOOK_MAX_SUBSCRIPTIONS',
   'WEBHOOK_SECRET_KEY',
+  'WEBHOOK_PREVIOUS_SECRET_KEYS',
 ] as const;

@@ -1,9 +1,11 @@
 // The webhooks feature: the subscription read model, the sender, the management routes, and any
 // extensions built on them (the delivery engine), started after the read model and stopped before it.
+// Once started, it seals with the current key the secrets that a previous key sealed.
 import type { Core, Feature } from '../app/core.js';
 import type { ApiRouter, RouteModule } from '../http/app.js';
 import { webhookRoutes } from './routes.js';
-import { createSecretBox, loadSecretKey, type SecretBox } from './secrets.js';
+import { resealSecrets } from './reseal.js';
+import { createSecretBox, loadSecretKey, secretsDoNotOpen, type SecretBox } from './secrets.js';
 import { createSender, type Sender } from './sender.js';
 import { createSubscriptionDirectory, type SubscriptionReadModel } from './subscriptions.js';
 
@@ -25,22 +27,32 @@ const mergeRoutes = (modules: readonly (RouteModule | undefined)[]): RouteModule
 
 export const createWebhooksFeature = (core: Core, extensions: readonly WebhookExtension[] = []): Feature => {
   const { webhooks, dataDir } = core.config;
-  const secrets = createSecretBox(loadSecretKey({ secretKey: webhooks.secretKey, dataDir }));
-  const directory = createSubscriptionDirectory(core.log, secrets);
+  const keySource = { secretKey: webhooks.secretKey, dataDir };
+  const previousKeys = webhooks.previousSecretKeys.map((hex) => Buffer.from(hex, 'hex'));
+  const secrets = createSecretBox(loadSecretKey(keySource), previousKeys);
+  const directory = createSubscriptionDirectory(core.log, secrets, (unopened) => secretsDoNotOpen(unopened, keySource));
   const sender = createSender({ timeoutMs: webhooks.timeoutMs, allowedNetworks: webhooks.allowedNetworks });
   const parts: WebhookParts = { directory, sender, secrets };
   const extras = extensions.map((extend) => extend(core, parts));
+  let stopping = false;
+  let resealing = Promise.resolve();
   return {
     name: 'webhooks',
     routes: mergeRoutes([webhookRoutes(core, parts), ...extras.map((e) => e.routes)]),
     async start() {
       await directory.start();
       for (const extra of extras) await extra.start?.();
+      // In the background: meanwhile the previous key still opens what it sealed.
+      resealing = resealSecrets(core, directory, secrets, () => stopping).then(({ resealed, failed }) => {
+        if (resealed + failed > 0) console.log(`webhook secrets sealed again with the current key: ${resealed}${failed > 0 ? `, ${failed} failed` : ''}`);
+      });
     },
     async drain() {
       for (const extra of extras) await extra.drain?.();
     },
     async stop() {
+      stopping = true;
+      await resealing;
       for (const extra of [...extras].reverse()) await extra.stop?.();
       await directory.stop();
       await sender.close();

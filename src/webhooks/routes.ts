@@ -4,7 +4,7 @@ import * as t from 'io-ts';
 import type { Core } from '../app/core.js';
 import { loadState, type CommandResult } from '../app/command-handler.js';
 import { envelopeOf, isoLocal } from '../domain/envelope.js';
-import type { DomainError } from '../domain/errors.js';
+import { domainError, type DomainError } from '../domain/errors.js';
 import {
   WEBHOOK_TEST_EVENT,
   subscriptionAggregate,
@@ -52,6 +52,13 @@ const view = (id: string, s: Pick<SubscriptionState, 'url' | 'events' | 'isActiv
   created_at: s.createdAt,
 });
 
+/** A secret no key of this server opens: its key configuration is wrong, which a restart with the right one fixes. */
+const secretUnavailable = () =>
+  business(
+    domainError('SERVICE_UNAVAILABLE', "This webhook's secret does not open with this server's WEBHOOK_SECRET_KEY or WEBHOOK_PREVIOUS_SECRET_KEYS; retry later"),
+    { 'Retry-After': '60' },
+  );
+
 const failure = (error: DomainError) => (error.code === 'WEBHOOK_NOT_FOUND' ? notFound('Webhook') : business(error));
 
 export const webhookRoutes = (core: Core, deps: WebhookRouteDeps): RouteModule => {
@@ -71,7 +78,11 @@ export const webhookRoutes = (core: Core, deps: WebhookRouteDeps): RouteModule =
     const { evolve, initial } = subscriptionAggregate(workspaceId);
     const { state } = await loadState(core.log, subscriptionStream(id), evolve, initial);
     if (!state.exists || state.workspaceId !== workspaceId) throw notFound('Webhook');
-    return { state, secret: deps.secrets.decrypt(state.secretEncrypted, secretContext(workspaceId, id)) };
+    try {
+      return { state, secret: deps.secrets.decrypt(state.secretEncrypted, secretContext(workspaceId, id)) };
+    } catch {
+      throw secretUnavailable();
+    }
   };
 
   return {

@@ -1,6 +1,11 @@
 // The subscription read model (rows with decrypted secrets, in memory only, rebuilt from the log at
 // start) and the one entry point for subscription commands. The delivery engine reads rows through
 // SubscriptionDirectory and reports delivery outcomes with runSubscriptionCommand.
+//
+// Start-up stops when a secret in the log does not open with any key of the server's keyring: the
+// key is misconfigured, and every delivery and test of that subscription would fail. A secret that
+// arrives live and does not open (written by a misconfigured process) is logged, and the subscription
+// stays unknown here; it is opened once a process that holds its key seals it again.
 import type { Core } from '../app/core.js';
 import { createProjectionRunner } from '../app/projection-runner.js';
 import {
@@ -44,9 +49,20 @@ export interface SubscriptionDirectory {
   waitFor(position: number): Promise<void>;
 }
 
+/** A subscription's secret, in clear and sealed as the log holds it now. */
+export interface SealedSecret {
+  readonly workspaceId: string;
+  readonly id: string;
+  readonly secret: string;
+  readonly sealed: string;
+}
+
 export interface SubscriptionReadModel extends SubscriptionDirectory {
   /** Called when a subscription's deletion marker is applied (before its stream is removed). */
   onDeleted(listener: (row: SubscriptionRow) => void): void;
+  /** Every subscription whose secret opened. */
+  secrets(): SealedSecret[];
+  /** Catches up with the log; rejects with `refuse(count)` when that many subscriptions' secrets do not open. */
   start(): Promise<void>;
   stop(): Promise<void>;
 }
@@ -72,12 +88,34 @@ const rowOf = (id: string, state: SubscriptionState, createdPosition: number, se
   secret,
 });
 
-export const createSubscriptionDirectory = (log: EventLog, secrets: SecretBox): SubscriptionReadModel => {
-  const states = new Map<string, { state: SubscriptionState; createdPosition: number; secret: string }>();
+interface Entry {
+  readonly state: SubscriptionState;
+  readonly createdPosition: number;
+  /** Null while no key of the ring opens the sealed secret. */
+  readonly secret: string | null;
+}
+
+/**
+ * `refuse` makes the error start() rejects with when secrets in the log do not open (the caller knows
+ * which configuration to name).
+ */
+export const createSubscriptionDirectory = (log: EventLog, secrets: SecretBox, refuse: (unopened: number) => Error): SubscriptionReadModel => {
+  const states = new Map<string, Entry>();
   const byWorkspace = new Map<string, Map<string, SubscriptionRow>>();
   const deletedListeners: ((row: SubscriptionRow) => void)[] = [];
+  let live = false;
 
   const rowsOf = (workspaceId: string): SubscriptionRow[] => [...(byWorkspace.get(workspaceId)?.values() ?? [])];
+
+  const open = (id: string, state: SubscriptionState): string | null => {
+    try {
+      return secrets.decrypt(state.secretEncrypted, secretContext(state.workspaceId, id));
+    } catch (error) {
+      // Before start has caught up, start-up fails on these and says why once.
+      if (live) console.error(`webhook ${id}: skipped, its secret does not open (${(error as Error).message})`);
+      return null;
+    }
+  };
 
   const apply = (event: RecordedEvent): void => {
     if (!event.stream.startsWith(STREAM_PREFIX)) return;
@@ -86,43 +124,46 @@ export const createSubscriptionDirectory = (log: EventLog, secrets: SecretBox): 
     if (known === undefined && event.type !== SUBSCRIPTION_EVENTS.created) return;
     const state = evolveSubscription(known?.state ?? initialSubscription, event);
     const createdPosition = known?.createdPosition ?? event.position;
-    let secret = known?.secret;
-    if (secret === undefined) {
-      try {
-        secret = secrets.decrypt(state.secretEncrypted, secretContext(state.workspaceId, id));
-      } catch (error) {
-        // A wrong server key must not stop every other subscription: this one stays unknown.
-        console.error(`webhook ${id}: its secret does not decrypt with this server key (${(error as Error).message}); skipped`);
-        return;
-      }
-    }
+    // Opened once; one that did not open is tried again only when its sealed secret changes.
+    const secret = known?.secret ?? (known?.state.secretEncrypted === state.secretEncrypted ? null : open(id, state));
     const rows = byWorkspace.get(state.workspaceId) ?? new Map<string, SubscriptionRow>();
     byWorkspace.set(state.workspaceId, rows);
-    const row = rowOf(id, state, createdPosition, secret);
+    const row = secret === null ? undefined : rowOf(id, state, createdPosition, secret);
     if (state.deleted) {
       states.delete(id);
       rows.delete(id);
-      deletedListeners.forEach((listener) => listener(row));
+      if (row !== undefined) deletedListeners.forEach((listener) => listener(row));
       return;
     }
     states.set(id, { state, createdPosition, secret });
-    rows.set(id, row);
+    if (row !== undefined) rows.set(id, row);
   };
 
   const runner = createProjectionRunner(log, { name: 'webhook-subscriptions', types: SUBSCRIPTION_EVENT_TYPES, checkpoint: () => 0, apply });
 
   return {
     get: (workspaceId, id) => byWorkspace.get(workspaceId)?.get(id),
-    workspaceOf: (id) => states.get(id)?.state.workspaceId,
+    workspaceOf: (id) => {
+      const entry = states.get(id);
+      return entry?.secret === null ? undefined : entry?.state.workspaceId;
+    },
     matching: (workspaceId, type) => rowsOf(workspaceId).filter((row) => row.isActive && (row.events.length === 0 || row.events.includes(type))),
     list: rowsOf,
     waitFor: runner.waitFor,
     onDeleted(listener) {
       deletedListeners.push(listener);
     },
+    secrets: () =>
+      [...states].flatMap(([id, { state, secret }]) => (secret === null ? [] : [{ workspaceId: state.workspaceId, id, secret, sealed: state.secretEncrypted }])),
     async start() {
       await runner.start();
       await runner.waitFor(await log.headPosition());
+      const unopened = [...states.values()].filter((entry) => entry.secret === null).length;
+      if (unopened > 0) {
+        await runner.stop();
+        throw refuse(unopened);
+      }
+      live = true;
     },
     stop: runner.stop,
   };

@@ -58,6 +58,21 @@ describe('configuration', () => {
     for (const bad of ['0', '100001', 'many']) refuses({ WEBHOOK_MAX_IN_FLIGHT_PER_WORKSPACE: bad }, 'WEBHOOK_MAX_IN_FLIGHT_PER_WORKSPACE');
   });
 
+  it('reads previous webhook secret keys: none by default, a comma-separated list of 64-hex keys', () => {
+    expect(loadConfig({}).webhooks.previousSecretKeys).to.deep.equal([]);
+    const [a, b] = ['a1'.repeat(32), 'B2'.repeat(32)];
+    expect(loadConfig({ WEBHOOK_PREVIOUS_SECRET_KEYS: ` ${a} , ${b} ` }).webhooks.previousSecretKeys).to.deep.equal([a, b]);
+  });
+
+  it('refuses a bad previous key by its place, without showing it', () => {
+    const almost = 'a1'.repeat(31);
+    for (const bad of [almost, `${'a1'.repeat(32)},${almost}`, `${'a1'.repeat(32)},`]) refuses({ WEBHOOK_PREVIOUS_SECRET_KEYS: bad }, 'WEBHOOK_PREVIOUS_SECRET_KEYS');
+    expect(() => loadConfig({ WEBHOOK_PREVIOUS_SECRET_KEYS: `${'a1'.repeat(32)},${almost}` }))
+      .to.throw(ConfigError, 'WEBHOOK_PREVIOUS_SECRET_KEYS: entry 2 of 2: expected 64 hex characters')
+      .with.property('message')
+      .that.does.not.include(almost);
+  });
+
   it('accepts CIDR lists and plan tables', () => {
     const config = loadConfig({ WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8, ::1/128', PLANS: 'mini:3:false,max:9:true' });
     expect(config.webhooks.allowedNetworks).to.deep.equal(['127.0.0.0/8', '::1/128']);

@@ -55,6 +55,7 @@ describe('docker-compose.yml', () => {
         expect(config.kafkaBrokers).to.deep.equal(['kafka:9092']);
         expect(config.redisUrl).to.equal('redis://redis:6379');
         expect(config.webhooks.secretKey).to.equal(SECRETS['WEBHOOK_SECRET_KEY']);
+        expect(config.webhooks.previousSecretKeys).to.deep.equal([]);
       });
 
       it('waits for healthy engines and is healthy when /readyz answers', () => {

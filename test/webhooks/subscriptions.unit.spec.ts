@@ -85,12 +85,27 @@ describe('webhook subscription aggregate', () => {
     expect(reactivate(activeWithFailures)).to.include({ isActive: true, consecutiveFailures: 0 });
   });
 
+  it('reseals the secret the log holds: one event with the new sealed value, kept by the state', () => {
+    const { state, events } = run([create, { kind: 'reseal', from: 'v1:sealed', to: 'v2:k2:new' }]);
+    expect(events.map((e) => e.type)).to.deep.equal([SUBSCRIPTION_EVENTS.created, SUBSCRIPTION_EVENTS.secretResealed]);
+    expect(events[1]?.data).to.deep.equal({ secret_encrypted: 'v2:k2:new' });
+    expect(state).to.include({ secretEncrypted: 'v2:k2:new', isActive: true, exists: true });
+  });
+
+  it('reseals nothing when the secret changed since it was read (another process resealed it first)', () => {
+    const raced = run([create, { kind: 'reseal', from: 'v1:sealed', to: 'v2:k2:first' }, { kind: 'reseal', from: 'v1:sealed', to: 'v2:k2:second' }]);
+    expect(raced.events.map((e) => e.type)).to.deep.equal([SUBSCRIPTION_EVENTS.created, SUBSCRIPTION_EVENTS.secretResealed]);
+    expect(raced.state.secretEncrypted).to.equal('v2:k2:first');
+    expect(run([create, { kind: 'delete' }, { kind: 'reseal', from: 'v1:sealed', to: 'v2:k2:new' }]).error?.code).to.equal('WEBHOOK_NOT_FOUND');
+  });
+
   it('is not found for another workspace, when missing, and after deletion', () => {
     const { state } = run([create]);
     const other = subscriptionAggregate('ws2');
     expect(run([{ kind: 'update', description: 'x' }], { ...other, initial: state }).error?.code).to.equal('WEBHOOK_NOT_FOUND');
     expect(run([{ kind: 'delete' }]).error?.code).to.equal('WEBHOOK_NOT_FOUND');
     expect(run([create, { kind: 'delete' }, failed('d1')]).error?.code).to.equal('WEBHOOK_NOT_FOUND');
+    expect(run([{ kind: 'reseal', from: 'v1:sealed', to: 'v2:k2:new' }], { ...other, initial: state }).error?.code).to.equal('WEBHOOK_NOT_FOUND');
   });
 
   it('lets a second delete complete an interrupted one without a new marker', () => {

@@ -1,6 +1,6 @@
 // The webhook subscription aggregate: target, event filter, active flag and the run of consecutive
 // failed deliveries (spec "States and transitions: Webhook subscription"). All its events are
-// internal; the secret is only ever held here encrypted.
+// internal; the secret is only ever held here encrypted (sealed again when the server key rotates).
 import { left, right } from 'fp-ts/lib/Either.js';
 import type { Aggregate, Decided } from '../../app/command-handler.js';
 import { domainError } from '../errors.js';
@@ -24,6 +24,8 @@ export const SUBSCRIPTION_EVENTS = {
   deactivated: 'webhook.subscription_deactivated',
   failureCounted: 'webhook.subscription_failure_counted',
   failuresReset: 'webhook.subscription_failures_reset',
+  /** The same secret sealed with the server's current key (src/webhooks/secrets.ts). */
+  secretResealed: 'webhook.subscription_secret_resealed',
   /** Appended just before the stream is deleted, so tailers learn of the deletion. */
   deleted: 'webhook.subscription_deleted',
   /** Ends a stream that a create claimed a slot for and never started (domain/subscription/slots.ts): that create can no longer land. */
@@ -59,7 +61,9 @@ export type SubscriptionCommand =
   | { readonly kind: 'record_delivery_failed'; readonly deliveryId: string; readonly round: number }
   | { readonly kind: 'record_delivery_succeeded'; readonly deliveryId: string; readonly round: number }
   | { readonly kind: 'delete' }
-  | { readonly kind: 'abandon' };
+  | { readonly kind: 'abandon' }
+  /** `from` is the sealed secret the issuer read: another process that resealed it first makes this a no-op. */
+  | { readonly kind: 'reseal'; readonly from: string; readonly to: string };
 
 const initial: SubscriptionState = {
   exists: false,
@@ -111,6 +115,8 @@ const evolve: Aggregate<SubscriptionState, SubscriptionCommand>['evolve'] = (sta
       return { ...state, consecutiveFailures: Number(data['consecutive_failures']), recentDeliveries: remember(state, data) };
     case SUBSCRIPTION_EVENTS.failuresReset:
       return { ...state, consecutiveFailures: 0, recentDeliveries: remember(state, data) };
+    case SUBSCRIPTION_EVENTS.secretResealed:
+      return { ...state, secretEncrypted: String(data['secret_encrypted']) };
     case SUBSCRIPTION_EVENTS.deleted:
       return { ...state, exists: false, deleted: true, isActive: false };
     // Owned by no workspace: every command but a create finds nothing, and a create finds it taken.
@@ -180,6 +186,8 @@ const decideFor = (workspaceId: string): Aggregate<SubscriptionState, Subscripti
       return right([{ type: SUBSCRIPTION_EVENTS.failuresReset, data: { delivery_id: command.deliveryId, round: command.round } }]);
     case 'delete':
       return right([{ type: SUBSCRIPTION_EVENTS.deleted, data: {} }]);
+    case 'reseal':
+      return right(state.secretEncrypted === command.from ? [{ type: SUBSCRIPTION_EVENTS.secretResealed, data: { secret_encrypted: command.to } }] : []);
   }
 };
 

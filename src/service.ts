@@ -6,7 +6,7 @@ import { createRedisDocumentStores } from '../projections/tickets-store-redis.js
 import { createWorkspaceDirectory } from '../projections/workspace-directory.js';
 import { createCommandHandler } from './app/command-handler.js';
 import type { Core, Feature, FeatureFactory } from './app/core.js';
-import { createHeadWatch } from './app/head-watch.js';
+import { createFreshRead } from './app/fresh-read.js';
 import { createProjectionRunner } from './app/projection-runner.js';
 import { createWorkspaceCommands } from './app/workspaces.js';
 import type { Config } from './config/config.js';
@@ -50,6 +50,8 @@ export interface ServiceOptions {
 export const FEATURES: readonly FeatureFactory[] = [createUpdatesFeature, mediaFeature, articlesFeature, billingFeature, webhooksWithDeliveryFeature, createTicketsFeature];
 
 const SHUTDOWN_GRACE_MS = 5_000;
+/** Key changes read at once when a request checks the directory is current; more means wait for the head. */
+const KEY_CHANGES_PAGE = 100;
 
 /**
  * Shared state lives in Redis when REDIS_URL is set (distributed mode), in this process otherwise.
@@ -96,7 +98,15 @@ export const startService = async (config: Config, options: ServiceOptions = {})
     firstApiKey = { workspaceId: created.workspaceId, apiKey: created.apiKey };
   }
 
-  const head = createHeadWatch(log);
+  // The last key or workspace change committed past what the directory applied, by any process: a
+  // filtered read of the few events since, not a wait for every other write to be applied too.
+  const lastKeyChange = createFreshRead(async () => {
+    const applied = directoryRunner.position();
+    // Mostly nothing was committed since: one look at the head answers it.
+    if ((await log.headPosition()) <= applied) return applied;
+    const changes = await log.readAll({ after: applied, types: directory.types, limit: KEY_CHANGES_PAGE });
+    return changes.length < KEY_CHANGES_PAGE ? (changes.at(-1)?.position ?? applied) : log.headPosition();
+  });
   const { app, routes } = createHttpApp({
     directory,
     rateLimiter: core.rateLimiter,
@@ -106,7 +116,7 @@ export const startService = async (config: Config, options: ServiceOptions = {})
     trustProxy: config.trustProxy,
     bodyLimitBytes: config.bodyLimitBytes,
     // Only the embedded role writes every key change itself; other API servers share the log.
-    ...(config.role === 'all' ? {} : { keysCurrent: async () => directoryRunner.waitFor(await head()) }),
+    ...(config.role === 'all' ? {} : { keysCurrent: async () => directoryRunner.waitFor(await lastKeyChange()) }),
     idempotency: { log, handle, newId: randomId, nowMs: () => Math.floor(clock() / 1000), requestTimeoutMs: config.http.requestTimeoutMs },
     modules: [
       adminRoutes({ workspaces, planNames: Object.keys(config.plans), defaultPlan: config.defaultPlan, settled: directoryRunner.waitFor }),

@@ -1,7 +1,7 @@
-// The head watch: every caller gets a head read that started after its call (so it covers whatever
-// was committed before), and callers arriving during a read share the next one.
+// Fresh reads: every caller gets a read that started after its call (so it covers whatever was
+// committed before), and callers arriving during a read share the next one.
 import { expect } from 'chai';
-import { createHeadWatch } from '../../src/app/head-watch.js';
+import { createFreshRead } from '../../src/app/fresh-read.js';
 import type { EventLog } from '../../src/log/event-log.js';
 
 /** A log whose head reads resolve when the test says, each with the head as it was when the read began. */
@@ -20,10 +20,10 @@ const slowLog = () => {
 
 const tick = () => new Promise((resolve) => setImmediate(resolve));
 
-describe('head watch (unit)', () => {
+describe('fresh read (unit)', () => {
   it('answers a call made during a read with a read that began after it', async () => {
     const { log, reads, commit } = slowLog();
-    const latest = createHeadWatch(log);
+    const latest = createFreshRead(() => log.headPosition());
     const first = latest();
     commit(); // committed after the first read began, before the second call
     const second = latest();
@@ -41,7 +41,7 @@ describe('head watch (unit)', () => {
   it('reads again after a failed read', async () => {
     let calls = 0;
     const log = { headPosition: async () => (++calls === 1 ? Promise.reject(new Error('busy')) : 7) } as unknown as EventLog;
-    const latest = createHeadWatch(log);
+    const latest = createFreshRead(() => log.headPosition());
     const failed = latest();
     const after = latest();
     await failed.then(

@@ -8,7 +8,7 @@ import { contactAggregate, contactStream, type ContactCommand, type ContactField
 import { CONTACT_IDENTITY_CLAIMED, identityKeys, identityStream, normalizeEmail, type IdentityKey } from '../domain/contact/identity.js';
 import type { DomainError } from '../domain/errors.js';
 import { WrongExpectedRevision } from '../log/event-log.js';
-import { createKeyedLock, lockAll } from './keyed-lock.js';
+import { createKeyedLock, lockAll } from '../shared/keyed-lock.js';
 
 export type ContactResult = Either<DomainError, CommandResult<ContactState> & { readonly contactId: string }>;
 

@@ -15,7 +15,7 @@ import type { TicketState } from '../domain/ticket/state.js';
 import { ticketAggregate, ticketStream } from '../domain/ticket/ticket.js';
 import type { WorkspaceRow } from '../../projections/workspace-directory.js';
 import type { ContactCommands } from './contacts.js';
-import { createKeyedLock } from './keyed-lock.js';
+import { createKeyedLock } from '../shared/keyed-lock.js';
 import { resolveMedia } from './media.js';
 import type { TicketQuota } from './quota.js';
 import type { TicketReadModels } from './read-models.js';

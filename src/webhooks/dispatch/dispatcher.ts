@@ -14,6 +14,7 @@ import { domainError, type DomainError } from '../../domain/errors.js';
 import { isPublicEventType } from '../../domain/event-types.js';
 import type { MicrosClock } from '../../log/clock.js';
 import type { EventLog, RecordedEvent } from '../../log/event-log.js';
+import { createKeyedLock } from '../../shared/keyed-lock.js';
 import type { AttemptOutcome, Sender } from '../sender.js';
 import type { SubscriptionDirectory, SubscriptionRow } from '../subscriptions.js';
 import { bodyAtPosition, envelopeBytes } from './bodies.js';
@@ -101,7 +102,7 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
   /** Deliveries already in the log for events a restart replays. */
   const known = new Set<string>();
   const bodies = new Map<number, Promise<Buffer | null>>();
-  const reports = new Map<string, Promise<void>>();
+  const reportLock = createKeyedLock();
   const settling = new Set<Promise<void>>();
 
   const track = (p: Pending): void => {
@@ -153,18 +154,11 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
   /** Subscription reports run one at a time per subscription, so the failure count sees them in order. */
   const reportSerially = (p: Pending, kind: DeliveryReport['kind']): Promise<void> => {
     const { subscriptionId } = p.delivery;
-    const previous = reports.get(subscriptionId) ?? Promise.resolve();
-    const next = previous.then(async () => {
+    return reportLock(subscriptionId, async () => {
       const row = subscriptions.get(p.workspaceId, subscriptionId);
       if (row === undefined || (kind === 'record_delivery_succeeded' && row.consecutiveFailures === 0)) return;
       await deps.report(p.workspaceId, subscriptionId, { kind, deliveryId: p.delivery.id, round: p.delivery.round });
     });
-    const settled = next.catch(() => undefined);
-    reports.set(subscriptionId, settled);
-    void settled.then(() => {
-      if (reports.get(subscriptionId) === settled) reports.delete(subscriptionId);
-    });
-    return next;
   };
 
   /**

@@ -155,7 +155,7 @@ describe('Idempotency-Key (e2e)', function () {
       expect(retried.body.id).to.not.equal(probe.body.id);
     });
 
-    it('tells the retry the request was carried out when its events are in the log', async () => {
+    it('tells the retry the request was interrupted after writing, and never runs it again, when its events are in the log', async () => {
       const body = ticketBody();
       const probe = await post('/api/v1/tickets', body, 'probe-key-2');
       const fingerprint = String((await ts.service.core.log.readStream(idempotencyStream(ws.workspaceId, 'probe-key-2')))[0]?.data['fingerprint']);

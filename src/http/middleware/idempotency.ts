@@ -6,7 +6,8 @@
 // IDEMPOTENCY_KEY_REUSED; a retry while the first still runs is 409 CONFLICT with Retry-After.
 // Answers that changed nothing (schema 422, 429, 503) release the key instead, so a corrected or
 // later retry runs. A claim whose answer a crash lost is settled by the log: if its request wrote
-// nothing the retry runs, else the retry is told it was carried out.
+// nothing the retry runs; else the request may have been carried out in part or in whole (a request
+// can append to several streams), and the retry is told so rather than run it a second time.
 import { createHash } from 'node:crypto';
 import type Koa from 'koa';
 import type { CommandHandler } from '../../app/command-handler.js';
@@ -103,12 +104,13 @@ export const idempotency = (options: IdempotencyOptions): Koa.Middleware => {
     if (verdict.kind === 'expired') {
       const claimedAt = records.findLast((e) => e.type === 'idempotency.claimed')?.position ?? 0;
       if (await wroteUnder(verdict.claimId, claimedAt, workspaceId)) {
-        // Carried out, but the crash took its answer: say so, once and for every later retry.
+        // Interrupted after writing: running it again could do it twice. Say so, for every later retry.
         const lost: RecordedAnswer = {
           status: 409,
           body: {
             error_code: 'CONFLICT',
-            error_message: 'The request with this Idempotency-Key was carried out, but its answer was lost in a restart: read the resource to see its result',
+            error_message:
+              'The request with this Idempotency-Key was interrupted by a restart after it had written, in part or in whole: read the resources it concerns to see what was done, and use a new key to try again',
             detail: { reason: 'idempotent_answer_lost' },
             request_id: String(ctx.state.requestId),
           },

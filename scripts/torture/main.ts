@@ -28,6 +28,12 @@ export interface TortureOptions {
   readonly settleSeconds: number;
   readonly clientsPerWorkspace: number;
   readonly log: (line: string) => void;
+  /**
+   * Kill -9 and restart at the end of each cycle (the torture), or not: then every cycle lasts
+   * exactly `secondsPerCycle` and ends with `onCycle` (the soak samples the service there).
+   */
+  readonly crash?: boolean;
+  readonly onCycle?: (service: ServiceUnderTest, cycle: number) => Promise<void>;
 }
 
 export interface Summary {
@@ -142,6 +148,12 @@ export const runTorture = async (o: TortureOptions): Promise<TortureResult> => {
     };
 
     for (let cycle = 1; cycle <= o.cycles; cycle++) {
+      if (o.crash === false) {
+        await sleep(o.secondsPerCycle * 1000);
+        healthy();
+        await o.onCycle?.(service, cycle);
+        continue;
+      }
       const runFor = Math.round(o.secondsPerCycle * 1000 * (0.2 + 0.8 * random.next()));
       await sleep(runFor);
       healthy();

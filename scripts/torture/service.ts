@@ -12,6 +12,8 @@ const RECOVERY_TIMEOUT_MS = 120_000;
 
 export interface ServiceUnderTest {
   readonly url: string;
+  /** The running process's id (its descriptors are counted in /proc). */
+  readonly pid: number;
   /** Starts the first process; resolves once it is ready. */
   start(): Promise<void>;
   /** kill -9, and waits until the process is gone. */
@@ -62,6 +64,10 @@ export const createServiceUnderTest = (dataDir: string): ServiceUnderTest => {
     get url() {
       if (current === undefined) throw new Error('the service is not started');
       return current.url;
+    },
+    get pid() {
+      if (current?.child.pid === undefined) throw new Error('the service is not started');
+      return current.child.pid;
     },
     start: () => spawnReady(Date.now() + RECOVERY_TIMEOUT_MS),
     async crash() {

@@ -1,0 +1,76 @@
+// `npm run soak -- --minutes M [--sample-seconds S] [--clients C] [--seed X]`: the torture's mixed
+// traffic (writers, long polls, webhook subscriptions and their churn) against the embedded service
+// for M minutes (default 10) without crashes, sampling the service process every S seconds (default
+// 15): resident memory, heap, open handles, open descriptors, event-loop delay. At the end the
+// torture's checks run (nothing lost, doubled or out of order) and the samples must stay flat (last
+// third against the first, scripts/soak/sampler.ts). Last line: one JSON object; exit code 1 on a
+// violation or growth.
+import { runTorture } from './torture/main.js';
+import { ADMIN_TOKEN } from './torture/service.js';
+import { VIOLATIONS, violationCount } from './torture/findings.js';
+import { flatness, sample, TOLERANCE, type Sample } from './soak/sampler.js';
+
+const args = process.argv.slice(2);
+const option = (name: string, fallback: number): number => {
+  const at = args.indexOf(`--${name}`);
+  const value = at < 0 ? fallback : Number(args[at + 1]);
+  if (!Number.isFinite(value) || value <= 0) {
+    console.error(`--${name} needs a positive number, got ${args[at + 1]}`);
+    process.exit(2);
+  }
+  return value;
+};
+
+const minutes = option('minutes', 10);
+const every = option('sample-seconds', 15);
+const samples: Sample[] = [];
+const startedAt = Date.now();
+console.log(`soak: ${minutes} min, a sample every ${every} s`);
+console.log('   t (s)   RSS MB   heap MB   handles   fds   loop p99 ms');
+const result = await runTorture({
+  cycles: Math.max(3, Math.round((minutes * 60) / every)),
+  secondsPerCycle: every,
+  seed: option('seed', Math.floor(Math.random() * 2 ** 31)),
+  settleSeconds: 60,
+  clientsPerWorkspace: option('clients', 6),
+  crash: false,
+  log: () => undefined,
+  async onCycle(service) {
+    const s = await sample(service.url, ADMIN_TOKEN, service.pid, startedAt);
+    samples.push(s);
+    console.log(
+      [s.at_s, s.rss_mb, s.heap_used_mb, s.active_handles, s.open_fds, s.event_loop_p99_ms].map((v, i) => String(v).padStart([8, 9, 10, 10, 6, 14][i] ?? 8)).join(''),
+    );
+  },
+});
+
+for (const [kind, found] of Object.entries(result.findings)) {
+  if (found.size === 0) continue;
+  console.log(`${kind} (${found.size}): ${VIOLATIONS[kind as keyof typeof VIOLATIONS]}`);
+  for (const detail of [...found.values()].slice(0, 10)) console.log(`  ${detail}`);
+}
+const judged = flatness(samples);
+if (!judged.flat) console.log(`not flat: growth ${JSON.stringify(judged.growth)} beyond ${JSON.stringify(TOLERANCE)}`);
+const violations = violationCount(result.findings);
+const [first, last] = [samples[1] ?? samples[0], samples.at(-1)];
+console.log(
+  JSON.stringify({
+    minutes,
+    samples: samples.length,
+    acknowledged: result.summary.acknowledged,
+    lost: result.summary.lost,
+    violations,
+    flat: judged.flat,
+    rss_mb_first: first?.rss_mb,
+    rss_mb_last: last?.rss_mb,
+    heap_used_mb_first: first?.heap_used_mb,
+    heap_used_mb_last: last?.heap_used_mb,
+    handles_first: first?.active_handles,
+    handles_last: last?.active_handles,
+    fds_first: first?.open_fds,
+    fds_last: last?.open_fds,
+    event_loop_p99_ms_max: Math.max(...samples.map((s) => s.event_loop_p99_ms)),
+    growth: judged.growth,
+  }),
+);
+process.exit(violations > 0 || !judged.flat ? 1 : 0);

@@ -7,22 +7,12 @@
 // violation or growth.
 import { runTorture } from './torture/main.js';
 import { ADMIN_TOKEN } from './torture/service.js';
-import { VIOLATIONS, violationCount } from './torture/findings.js';
+import { numberOption, printFindings } from './torture/cli.js';
+import { violationCount } from './torture/findings.js';
 import { flatness, sample, TOLERANCE, type Sample } from './soak/sampler.js';
 
-const args = process.argv.slice(2);
-const option = (name: string, fallback: number): number => {
-  const at = args.indexOf(`--${name}`);
-  const value = at < 0 ? fallback : Number(args[at + 1]);
-  if (!Number.isFinite(value) || value <= 0) {
-    console.error(`--${name} needs a positive number, got ${args[at + 1]}`);
-    process.exit(2);
-  }
-  return value;
-};
-
-const minutes = option('minutes', 10);
-const every = option('sample-seconds', 15);
+const minutes = numberOption('minutes', 10);
+const every = Math.max(1, numberOption('sample-seconds', 15));
 const samples: Sample[] = [];
 const startedAt = Date.now();
 console.log(`soak: ${minutes} min, a sample every ${every} s`);
@@ -30,9 +20,9 @@ console.log('   t (s)   RSS MB   heap MB   handles   fds   loop p99 ms');
 const result = await runTorture({
   cycles: Math.max(3, Math.round((minutes * 60) / every)),
   secondsPerCycle: every,
-  seed: option('seed', Math.floor(Math.random() * 2 ** 31)),
+  seed: numberOption('seed', Math.floor(Math.random() * 2 ** 31)),
   settleSeconds: 60,
-  clientsPerWorkspace: option('clients', 6),
+  clientsPerWorkspace: numberOption('clients', 6),
   crash: false,
   log: () => undefined,
   async onCycle(service) {
@@ -44,11 +34,7 @@ const result = await runTorture({
   },
 });
 
-for (const [kind, found] of Object.entries(result.findings)) {
-  if (found.size === 0) continue;
-  console.log(`${kind} (${found.size}): ${VIOLATIONS[kind as keyof typeof VIOLATIONS]}`);
-  for (const detail of [...found.values()].slice(0, 10)) console.log(`  ${detail}`);
-}
+printFindings(result.findings);
 const judged = flatness(samples);
 if (!judged.flat) console.log(`not flat: growth ${JSON.stringify(judged.growth)} beyond ${JSON.stringify(TOLERANCE)}`);
 const violations = violationCount(result.findings);

@@ -1,8 +1,9 @@
 // Media upload and download against the real server: streaming into the filesystem store, the size
 // limit (413), storage failure (502), other workspaces' files (404) and a workspace bucket (302).
 import { expect } from 'chai';
-import { mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
+import { filesUnder } from '../support/files.js';
 import { startTestService, type TestService, type TestWorkspace } from '../support/server.js';
 
 const LIMIT = 1024;
@@ -19,20 +20,6 @@ const upload = (ws: TestWorkspace, bytes: Uint8Array, fileName = 'note.txt', typ
   const form = new FormData();
   form.append('file', new Blob([bytes], { type }), fileName);
   return postForm(baseUrl, ws, form);
-};
-
-/** Every regular file under `dir`, recursively (none when `dir` is absent). */
-const filesUnder = (dir: string): string[] => {
-  let entries: string[];
-  try {
-    entries = readdirSync(dir);
-  } catch {
-    return [];
-  }
-  return entries.flatMap((name) => {
-    const full = path.join(dir, name);
-    return statSync(full).isDirectory() ? filesUnder(full) : [full];
-  });
 };
 
 const until = async (condition: () => boolean) => {

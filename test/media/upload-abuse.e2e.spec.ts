@@ -5,6 +5,7 @@ import { expect } from 'chai';
 import fc from 'fast-check';
 import { readdirSync, readlinkSync, statSync } from 'node:fs';
 import * as path from 'node:path';
+import { filesUnder } from '../support/files.js';
 import { multipart, postHead, rawRequest, type RawAnswer } from '../support/raw-http.js';
 import { startTestService, type TestService, type TestWorkspace } from '../support/server.js';
 
@@ -25,14 +26,6 @@ const descriptorsUnder = (dir: string): string[] =>
       return []; // closed while listing
     }
   });
-
-const filesUnder = (dir: string): string[] => {
-  try {
-    return readdirSync(dir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).map((e) => path.join(e.parentPath, e.name));
-  } catch {
-    return [];
-  }
-};
 
 const eventually = async (check: () => void, ms = 5_000) => {
   const deadline = Date.now() + ms;

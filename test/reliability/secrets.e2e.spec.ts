@@ -3,10 +3,11 @@
 // answer or any error body, across a real server process that also delivers, fails and restarts.
 import { expect } from 'chai';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
+import { filesUnder } from '../support/files.js';
 import { createProcessGroup, type ProcessGroup } from '../support/processes.js';
 import { startReceiver, type Receiver } from '../support/receiver.js';
 import { ADMIN_TOKEN, call } from '../support/server.js';
@@ -72,9 +73,9 @@ describe('secrets and keys at rest and in output (e2e, server process)', functio
     await server.exited;
 
     const deliveries = receiver.requests.map((r) => `${JSON.stringify(r.headers)}${r.body.toString('utf8')}`);
-    const files = readdirSync(dataDir, { recursive: true, withFileTypes: true })
-      .filter((e) => e.isFile() && !e.name.endsWith('.key'))
-      .map((e) => readFileSync(path.join(e.parentPath, e.name)).toString('latin1'));
+    const files = filesUnder(dataDir)
+      .filter((file) => !file.endsWith('.key'))
+      .map((file) => readFileSync(file).toString('latin1'));
     const places: [string, string[]][] = [
       ['answers after the issuing ones', seen],
       ['server output', [group.outputs(10_000)]],

@@ -68,13 +68,15 @@ describe('HTTP connection limits (e2e)', function () {
 });
 
 describe('10,000 idle connections (e2e, separate server process)', function () {
-  this.timeout(120_000);
+  this.timeout(180_000);
   const IDLE = 10_000;
+  // Longer than opening 10,000 connections takes on a loaded machine, so none is cut before all are open.
+  const HEADER_DEADLINE_MS = '20000';
   let group: ProcessGroup;
   const sockets: Socket[] = [];
 
   before(() => {
-    group = createProcessGroup({ DATA_DIR: mkdtempSync(path.join(tmpdir(), 'sp-idle-')), ADMIN_TOKEN, HTTP_HEADERS_TIMEOUT_MS: '4000' });
+    group = createProcessGroup({ DATA_DIR: mkdtempSync(path.join(tmpdir(), 'sp-idle-')), ADMIN_TOKEN, HTTP_HEADERS_TIMEOUT_MS: HEADER_DEADLINE_MS });
   });
   after(async function () {
     for (const socket of sockets) socket.destroy();
@@ -112,7 +114,7 @@ describe('10,000 idle connections (e2e, separate server process)', function () {
     const listed = await fetch(`${server.url}/api/v1/tickets`, { headers: { authorization: `Bearer ${key}` } });
     expect(listed.status).to.equal(200);
 
-    const deadline = Date.now() + 60_000;
+    const deadline = Date.now() + 90_000;
     while (closed < IDLE && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
     expect(closed, 'idle connections the server closed').to.equal(IDLE);
     expect((await fetch(`${server.url}/healthz`)).status).to.equal(200);

@@ -12,6 +12,7 @@ import { deliveryAggregate, foldDeliveries, type Delivery, type DeliveryCommand 
 import { deliveryIdOf, deliveryStream } from '../../domain/delivery/ids.js';
 import { domainError, type DomainError } from '../../domain/errors.js';
 import { isPublicEventType } from '../../domain/event-types.js';
+import { subscriptionStream } from '../../domain/subscription/subscription.js';
 import type { MicrosClock } from '../../log/clock.js';
 import type { EventLog, RecordedEvent } from '../../log/event-log.js';
 import { createKeyedLock } from '../../shared/keyed-lock.js';
@@ -130,13 +131,23 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
     pump.kick();
   };
 
+  /**
+   * Subscriptions whose stream is gone from the log although the directory still has them: a directory
+   * tailing a log shared with other processes may miss the deletion marker, which the DELETE removes
+   * with the rest of the stream a moment after appending it. Ids are never reused: gone is for good.
+   */
+  const gone = new Set<string>();
+  /** The subscription as the directory has it, unless its stream was found gone. */
+  const existing = (workspaceId: string, subscriptionId: string): SubscriptionRow | undefined =>
+    gone.has(subscriptionId) ? undefined : subscriptions.get(workspaceId, subscriptionId);
+
   /** Appends to the subscription's stream, never re-creating the stream of a deleted subscription. */
   const record = async (workspaceId: string, subscriptionId: string, events: readonly Decided[]): Promise<void> => {
-    if (events.length === 0 || subscriptions.get(workspaceId, subscriptionId) === undefined) return;
+    if (events.length === 0 || existing(workspaceId, subscriptionId) === undefined) return;
     const stream = deliveryStream(subscriptionId);
     await recorder.record(stream, workspaceId, events);
     // Deleted while the append was under way: what was just written must go with the rest.
-    if (subscriptions.get(workspaceId, subscriptionId) === undefined) await log.deleteStream(stream);
+    if (existing(workspaceId, subscriptionId) === undefined) await log.deleteStream(stream);
   };
 
   const apply = async (p: Pending, command: DeliveryCommand): Promise<void> => {
@@ -253,9 +264,14 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
     const p = pending.get(entry.deliveryId) ?? (await takeOver(entry));
     // Nothing left to attempt, or the attempt under way settles it: the claim is settled here.
     if (p === undefined || p.inFlight) return schedule.remove(entry.deliveryId, entry.round);
-    const row = subscriptions.get(p.workspaceId, p.delivery.subscriptionId);
+    const row = existing(p.workspaceId, p.delivery.subscriptionId);
     if (row === undefined) return settle(dispatcher.subscriptionDeleted(p.delivery.subscriptionId), p.delivery.id);
     if (!row.isActive) return settle(cancel(p, 'subscription_inactive'), p.delivery.id);
+    // The directory may have missed the deletion (see `gone`): the log decides before anything is sent.
+    if ((await log.readStream(subscriptionStream(row.id))).length === 0) {
+      gone.add(row.id);
+      return settle(dispatcher.subscriptionDeleted(row.id), p.delivery.id);
+    }
     p.inFlight = true;
     const body = await bodyOf(p);
     p.inFlight = body !== null;
@@ -304,7 +320,7 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
       if (event.offset === null || !isPublicEventType(event.type)) return;
       const targets = subscriptions
         .matching(event.workspaceId, event.type)
-        .filter((s) => s.isActive && s.createdPosition < event.position && (s.events.length === 0 || s.events.includes(event.type)));
+        .filter((s) => s.isActive && !gone.has(s.id) && s.createdPosition < event.position && (s.events.length === 0 || s.events.includes(event.type)));
       if (targets.length === 0) return;
       const body = envelopeBytes(event);
       const at = clock();

@@ -1,0 +1,96 @@
+// A dispatcher whose subscription directory never saw a deletion. In the distributed mode the
+// directory of each dispatcher tails the shared SQLite file by polling it; the DELETE route appends
+// the deletion marker and then deletes the subscription's stream, marker included, a moment later, so
+// a poll that comes after both finds no marker and the directory keeps the subscription (found by the
+// distributed crash torture: thousands of deliveries to deleted subscriptions, minutes after their
+// DELETE). The dispatcher must not send to a subscription whose stream is gone from the log.
+import { expect } from 'chai';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { deliveryStream } from '../../src/domain/delivery/ids.js';
+import { SUBSCRIPTION_EVENTS, subscriptionStream } from '../../src/domain/subscription/subscription.js';
+import type { RecordedEvent } from '../../src/log/event-log.js';
+import { openSqliteLog, type SqliteEventLog } from '../../src/log/sqlite.js';
+import { createDispatcher, type Dispatcher } from '../../src/webhooks/dispatch/dispatcher.js';
+import { createMemoryRetrySchedule } from '../../src/webhooks/dispatch/retry-schedule/memory.js';
+import type { DeliveryRequest } from '../../src/webhooks/sender.js';
+import type { SubscriptionDirectory, SubscriptionRow } from '../../src/webhooks/subscriptions.js';
+
+const WORKSPACE = 'w'.repeat(32);
+const SUBSCRIPTION = 's'.repeat(32);
+
+const settle = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('dispatcher: a subscription deleted behind its directory (int, SQLite)', () => {
+  let dir: string;
+  let log: SqliteEventLog;
+  let dispatcher: Dispatcher;
+  const sent: DeliveryRequest[] = [];
+  let n = 0;
+
+  /** A public event of the workspace, as the bus hands it over. */
+  const publicEvent = async (): Promise<RecordedEvent> => {
+    const { records } = await log.append(`ticket-${++n}`, [{ id: `${'e'.repeat(31)}${n}`, type: 'ticket.created', workspaceId: WORKSPACE, data: { ticket_id: `t${n}` } }], 'no_stream');
+    return records[0] as RecordedEvent;
+  };
+
+  beforeEach(async () => {
+    dir = mkdtempSync(path.join(tmpdir(), 'sp-dispatch-unseen-'));
+    log = openSqliteLog({ file: path.join(dir, 'events.sqlite') });
+    const { records } = await log.append(subscriptionStream(SUBSCRIPTION), [{ id: 'c'.repeat(32), type: SUBSCRIPTION_EVENTS.created, workspaceId: WORKSPACE, data: {} }], 'no_stream');
+    const row: SubscriptionRow = {
+      id: SUBSCRIPTION,
+      workspaceId: WORKSPACE,
+      url: 'http://127.0.0.1:9/hook',
+      events: [],
+      isActive: true,
+      description: '',
+      createdAt: new Date().toISOString(),
+      createdPosition: (records[0] as RecordedEvent).position,
+      consecutiveFailures: 0,
+      secret: 'whsec_test',
+    };
+    // The directory that missed the marker: it keeps the subscription whatever the log says.
+    const directory: SubscriptionDirectory = {
+      get: (ws, id) => (ws === WORKSPACE && id === SUBSCRIPTION ? row : undefined),
+      workspaceOf: (id) => (id === SUBSCRIPTION ? WORKSPACE : undefined),
+      matching: (ws) => (ws === WORKSPACE ? [row] : []),
+      list: (ws) => (ws === WORKSPACE ? [row] : []),
+      waitFor: async () => undefined,
+    };
+    sent.length = 0;
+    dispatcher = createDispatcher({
+      log,
+      subscriptions: directory,
+      sender: { send: async (request: DeliveryRequest) => (sent.push(request), { delivered: true, statusCode: 200, error: null, latencyMs: 1 }), close: async () => undefined } as never,
+      schedule: { own: createMemoryRetrySchedule() },
+      report: async () => undefined,
+      clock: () => Date.now() * 1000,
+      retryDelaysMs: [50, 50],
+      maxInFlight: 8,
+      maxInFlightPerSubscription: 4,
+      maxInFlightPerWorkspace: 8,
+    });
+    dispatcher.start();
+  });
+
+  afterEach(async () => {
+    await dispatcher.stop();
+    await log.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('sends while the subscription exists, and nothing once its stream is deleted', async () => {
+    await dispatcher.fanOut(await publicEvent());
+    await settle(200);
+    expect(sent, 'the delivery before the deletion').to.have.length(1);
+
+    await log.deleteStream(subscriptionStream(SUBSCRIPTION));
+    for (let i = 0; i < 3; i++) await dispatcher.fanOut(await publicEvent());
+    await settle(300);
+    expect(sent, 'deliveries after the deletion').to.have.length(1);
+    // Nor is the deleted subscription's delivery history written again.
+    expect(await log.readStream(deliveryStream(SUBSCRIPTION))).to.deep.equal([]);
+  });
+});

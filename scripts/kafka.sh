@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Local single-node Kafka (KRaft, broker+controller in one JVM) for tests and benchmarks, on loopback.
-# Usage: scripts/kafka.sh start|stop|status
+# Usage: scripts/kafka.sh start|stop|status|restart
 #   KAFKA_PORT (default 9092), KAFKA_CONTROLLER_PORT (default KAFKA_PORT+1),
 #   KAFKA_HEAP (default -Xmx512m), KAFKA_START_TIMEOUT seconds (default 90).
 # The broker jars are fetched once by Maven (scripts/kafka/pom.xml) into .cache/kafka; later starts
 # need no network. Each start formats fresh storage in .cache/run/kafka-<port>/; stop removes it.
+# restart is a crash and a restart on the same storage, what a crash torture needs: kill -9 of the JVM,
+# then a new one on the data the dead one left (its unclean-shutdown recovery included).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -140,8 +142,14 @@ start() {
   cluster_id="$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')"
   "${java_cmd[@]}" kafka.tools.StorageTool format --cluster-id="$cluster_id" --config "$run_dir/server.properties" >"$run_dir/format.log" 2>&1 \
     || { log "storage format failed:"; cat "$run_dir/format.log" >&2; exit 1; }
+  launch
+}
+
+# Runs the broker on the formatted storage in $data_dir and waits until kafkajs sees it.
+launch() {
+  local pid
   # $heap unquoted on purpose: KAFKA_HEAP may hold several JVM options.
-  nohup "${java_cmd[@]}" $heap -XX:+UseSerialGC kafka.Kafka "$run_dir/server.properties" </dev/null >"$run_dir/stdout.log" 2>&1 &
+  nohup "${java_cmd[@]}" $heap -XX:+UseSerialGC kafka.Kafka "$run_dir/server.properties" </dev/null >>"$run_dir/stdout.log" 2>&1 &
   pid=$!
   echo "$pid" >"$pid_file"
   if wait_ready "$pid"; then
@@ -152,6 +160,18 @@ start() {
     stop
     exit 1
   fi
+}
+
+# kill -9 of the running broker, then a new one on the same storage.
+restart() {
+  local pid
+  [[ -f "$data_dir/meta.properties" ]] || { log "no formatted storage in $data_dir: start first"; exit 1; }
+  if pid="$(our_pid)"; then
+    kill -9 "$pid"
+    while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+    log "killed (pid $pid) with SIGKILL"
+  fi
+  launch
 }
 
 stop() {
@@ -178,5 +198,6 @@ case "${1:-}" in
   start) start ;;
   stop) stop ;;
   status) status ;;
-  *) echo "usage: $0 start|stop|status" >&2; exit 2 ;;
+  restart) restart ;;
+  *) echo "usage: $0 start|stop|status|restart" >&2; exit 2 ;;
 esac

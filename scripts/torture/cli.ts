@@ -14,6 +14,9 @@ export const numberOption = (name: string, fallback: number): number => {
   return value;
 };
 
+/** `--name` on the command line. */
+export const flagOption = (name: string): boolean => process.argv.slice(2).includes(`--${name}`);
+
 /** Each kind of finding with what it means and up to ten examples. */
 export const printFindings = (findings: Findings): void => {
   for (const [kind, found] of Object.entries(findings)) {

@@ -1,7 +1,9 @@
 // The crash torture of the embedded service: clients write, long-poll and churn webhook
 // subscriptions while the service is killed with SIGKILL at a random moment of each cycle and started
 // again on the same data folder. After each restart the feeds and the writes acknowledged so far are
-// checked; at the end, after the retries have settled, everything is, deliveries included.
+// checked; at the end, after the retries have settled, everything is, deliveries included. With
+// `distributed` the same run goes against a cluster (scripts/torture/cluster.ts): each cycle kills one
+// of its API servers, relay, dispatchers, Kafka or Redis.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
@@ -15,6 +17,7 @@ import { send } from './http.js';
 import { createLedger, record, type Ledger, type Workspace } from './ledger.js';
 import { createPoller, runPoller } from './pollers.js';
 import { createRandom } from './random.js';
+import { createClusterUnderTest } from './cluster.js';
 import { ADMIN_TOKEN, createServiceUnderTest, type ServiceUnderTest } from './service.js';
 import { runClient } from './traffic.js';
 import { startHooks, type Hooks } from './webhooks.js';
@@ -34,6 +37,8 @@ export interface TortureOptions {
    */
   readonly crash?: boolean;
   readonly onCycle?: (service: ServiceUnderTest, cycle: number) => Promise<void>;
+  /** The distributed mode instead of the embedded service (it starts its own Kafka and Redis). */
+  readonly distributed?: boolean;
 }
 
 export interface Summary {
@@ -60,6 +65,19 @@ const createWorkspace = async (service: ServiceUnderTest, name: string): Promise
   return { name, id: String(sent.answer.body.workspace_id), apiKey: String(sent.answer.body.api_key) };
 };
 
+/** Waits until every API server takes the workspace's new key (each learns of it from the shared log). */
+const keyKnownEverywhere = async (service: ServiceUnderTest, ws: Workspace): Promise<void> => {
+  const deadline = Date.now() + 60_000;
+  for (const url of service.urls) {
+    for (;;) {
+      const sent = await send(url, { method: 'GET', path: '/api/v1/tickets', token: ws.apiKey });
+      if (sent.kind === 'answer' && sent.answer.status === 200) break;
+      if (Date.now() > deadline) throw new Error(`the key of ${ws.name} on ${url}: ${JSON.stringify(sent)}`);
+      await sleep(100);
+    }
+  }
+};
+
 const readFeeds = async (service: ServiceUnderTest, workspaces: readonly Workspace[]) =>
   new Map(await Promise.all(workspaces.map(async (ws) => [ws, await readFeed(() => service.url, ws)] as const)));
 
@@ -71,11 +89,26 @@ const settle = async (seconds: number, pending: () => number): Promise<void> => 
 
 const median = (values: readonly number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
 
+/** A probe's event not delivered by then counts as recovered late (the end's checks judge the delivery itself). */
+const PROBE_DELIVERY_TIMEOUT_MS = 120_000;
+
+/** With several kinds of target (a cluster): the longest recovery of each, to its write and to its probe's delivery. */
+const recoveryByTarget = (recoveries: readonly { readonly target: string; readonly ms: number; readonly deliveredMs: number }[]): Record<string, number> => {
+  const targets = [...new Set(recoveries.map((r) => r.target))];
+  if (targets.length < 2) return {};
+  return Object.fromEntries(
+    targets.flatMap((t) => {
+      const mine = recoveries.filter((r) => r.target === t);
+      return [[`max_recovery_ms_${t}`, Math.max(...mine.map((r) => r.ms))], [`max_delivery_recovery_ms_${t}`, Math.max(...mine.map((r) => r.deliveredMs))]];
+    }),
+  );
+};
+
 export const runTorture = async (o: TortureOptions): Promise<TortureResult> => {
   const started = Date.now();
   const dataDir = mkdtempSync(path.join(tmpdir(), 'sp-torture-'));
-  const service = createServiceUnderTest(dataDir);
   const random = createRandom(o.seed);
+  const service = o.distributed === true ? createClusterUnderTest(dataDir, { random: random.fork(), log: o.log }) : createServiceUnderTest(dataDir);
   const ledger: Ledger = createLedger();
   const findings = createFindings();
   const baseUrl = () => service.url;
@@ -87,6 +120,7 @@ export const runTorture = async (o: TortureOptions): Promise<TortureResult> => {
     await service.start();
     hooks = await startHooks(baseUrl, () => retrying);
     const workspaces = [await createWorkspace(service, 'alpha'), await createWorkspace(service, 'beta')];
+    for (const ws of workspaces) await keyKnownEverywhere(service, ws);
     const [alpha, beta] = workspaces as [Workspace, Workspace];
     // Before any traffic: every event of their workspace is theirs to receive.
     await hooks.create(alpha, 'alpha-all', [], 0);
@@ -117,12 +151,28 @@ export const runTorture = async (o: TortureOptions): Promise<TortureResult> => {
     let churning = workspaces.length;
     const churns = workspaces.map((ws) => guard(hooks!.churn(ws, random.fork(), isStopped)).finally(() => (churning -= 1)));
 
-    const recoveries: number[] = [];
+    const recoveries: { readonly target: string; readonly ms: number; readonly deliveredMs: number }[] = [];
     let feeds = new Map<Workspace, readonly FeedItem[]>();
-    const probe = async () => {
-      const entry = record(ledger, { kind: 'contact', workspace: alpha, marker: `probe-${recoveries.length}-${Date.now()}`, ticketId: null, keyed: false });
-      const spec = { method: 'POST', path: '/api/v1/contacts', token: alpha.apiKey, body: { email: uniqueEmail(), full_name: entry.marker } };
-      return (await writer.write(entry, spec)) !== null;
+    /** The last probe acknowledged: a public contact.created, which alpha-all must receive. */
+    let probed = '';
+    const probe = async (through?: string) => {
+      const entry = record(ledger, { kind: 'identify', workspace: alpha, marker: `probe-${recoveries.length}-${Date.now()}`, ticketId: null, keyed: false });
+      const path = `/internal/v1/workspaces/${alpha.id}/contacts/identify`;
+      const spec = { method: 'POST', path, token: ADMIN_TOKEN, body: { email: uniqueEmail(), full_name: entry.marker } };
+      const acked = (await (through === undefined ? writer : createWriter(ledger, () => through)).write(entry, spec)) !== null;
+      if (acked) probed = entry.marker;
+      return acked;
+    };
+    /** Resolves once the last probe's event reached alpha-all (the whole path works again), at most RECOVERY_TIMEOUT_MS. */
+    const probeDelivered = async () => {
+      const deadline = Date.now() + PROBE_DELIVERY_TIMEOUT_MS;
+      const marker = Buffer.from(probed);
+      for (let from = 0; Date.now() < deadline; await sleep(10)) {
+        const arrived = hooks!.deliveries.slice(from);
+        from += arrived.length;
+        if (arrived.some((d) => d.label === 'alpha-all' && d.status < 300 && d.request.body.includes(marker))) return true;
+      }
+      return false;
     };
     const checkNow = async (label: string, incremental: boolean) => {
       const from = Date.now();
@@ -157,12 +207,15 @@ export const runTorture = async (o: TortureOptions): Promise<TortureResult> => {
       const runFor = Math.round(o.secondsPerCycle * 1000 * (0.2 + 0.8 * random.next()));
       await sleep(runFor);
       healthy();
-      await service.crash();
+      const target = await service.crash();
+      const from = Date.now();
       const recovery = await service.restart(probe);
-      recoveries.push(recovery);
+      const delivered = await probeDelivered();
+      recoveries.push({ target: target.split(' ')[0] ?? target, ms: recovery, deliveredMs: Date.now() - from });
       await checkNow(`after restart ${cycle}`, true);
       const acked = ledger.writes.filter((w) => w.outcome === 'acked').length;
-      o.log(`cycle ${cycle}/${o.cycles}: killed after ${runFor} ms, recovered in ${recovery} ms; ${acked} writes acknowledged, ${ledger.retrying.size} keyed retries running, ${hooks.deliveries.length} deliveries, ${violationCount(findings)} violations`);
+      const delivery = delivered ? `its probe delivered after ${Date.now() - from} ms` : `its probe not delivered within ${PROBE_DELIVERY_TIMEOUT_MS} ms`;
+      o.log(`cycle ${cycle}/${o.cycles}: killed ${target} after ${runFor} ms, recovered in ${recovery} ms, ${delivery}; ${acked} writes acknowledged, ${ledger.retrying.size} keyed retries running, ${hooks.deliveries.length} deliveries, ${violationCount(findings)} violations`);
       reportNew();
     }
 
@@ -191,9 +244,12 @@ export const runTorture = async (o: TortureOptions): Promise<TortureResult> => {
       acknowledged: count('acked') + webhookWrites,
       lost: LOSSES.reduce((n, kind) => n + findings[kind].size, 0),
       duplicate_deliveries: figures.duplicates,
-      max_recovery_ms: Math.max(0, ...recoveries),
+      max_recovery_ms: Math.max(0, ...recoveries.map((r) => r.ms)),
       ...Object.fromEntries(Object.keys(VIOLATIONS).map((kind) => [kind, findings[kind as keyof Findings].size])),
-      median_recovery_ms: median(recoveries),
+      median_recovery_ms: median(recoveries.map((r) => r.ms)),
+      max_delivery_recovery_ms: Math.max(0, ...recoveries.map((r) => r.deliveredMs)),
+      median_delivery_recovery_ms: median(recoveries.map((r) => r.deliveredMs)),
+      ...recoveryByTarget(recoveries),
       answers_lost: count('answer_lost'),
       unknown_outcomes: count('unknown'),
       events_checked: [...feeds.values()].reduce((n, feed) => n + feed.length, 0),

@@ -8,6 +8,7 @@ import { createCommandHandler } from './app/command-handler.js';
 import type { Core, Feature, FeatureFactory } from './app/core.js';
 import { createFreshRead } from './app/fresh-read.js';
 import { createProjectionRunner } from './app/projection-runner.js';
+import { resourceId } from './app/request-claim.js';
 import { createWorkspaceCommands } from './app/workspaces.js';
 import type { Config } from './config/config.js';
 import { isoMicros } from './domain/envelope.js';
@@ -79,6 +80,7 @@ export const startService = async (config: Config, options: ServiceOptions = {})
     log,
     clock,
     newId: randomId,
+    resourceId: (kind) => resourceId(kind, randomId),
     handle,
     directory,
     directorySettled: directoryRunner.waitFor,
@@ -117,7 +119,7 @@ export const startService = async (config: Config, options: ServiceOptions = {})
     bodyLimitBytes: config.bodyLimitBytes,
     // Only the embedded role writes every key change itself; other API servers share the log.
     ...(config.role === 'all' ? {} : { keysCurrent: async () => directoryRunner.waitFor(await lastKeyChange()) }),
-    idempotency: { log, handle, newId: randomId, nowMs: () => Math.floor(clock() / 1000), requestTimeoutMs: config.http.requestTimeoutMs },
+    idempotency: { log, handle, newId: randomId, nowMs: () => Math.floor(clock() / 1000), requestTimeoutMs: config.http.requestTimeoutMs, leaseMs: config.idempotencyLeaseMs },
     modules: [
       adminRoutes({ workspaces, planNames: Object.keys(config.plans), defaultPlan: config.defaultPlan, settled: directoryRunner.waitFor }),
       metricsRoutes(),

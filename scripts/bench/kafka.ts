@@ -43,6 +43,7 @@ const roleCore = async (config: Config): Promise<Core> => {
     log,
     clock: systemMicros,
     newId: randomId,
+    resourceId: randomId,
     handle,
     directory: createWorkspaceDirectory(),
     directorySettled: async () => undefined,

@@ -4,16 +4,18 @@
 // leaves, and appended as one batch (one commit for all of them). Only another process can make an
 // append lose its race; the batch is then read, decided and appended again after a jittered pause,
 // until a bound passes and it fails with StreamContended (503 with Retry-After, never a 500).
+// Under an idempotency claim that is resumed (app/request-claim.ts), a command whose events its
+// stream already holds (same claim, same step) is answered with them instead of being decided again.
 // With a StateCache, the state folded last for a stream is kept with its revision and only the
 // events after it are read: exact for streams that are never deleted (the cache's users' streams).
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Either } from 'fp-ts/lib/Either.js';
 import type { DomainError } from '../domain/errors.js';
-import { CLAIM_METADATA } from '../domain/idempotency/idempotency.js';
+import { CLAIM_METADATA, STEP_METADATA } from '../domain/idempotency/idempotency.js';
 import { WrongExpectedRevision, type EventLog, type JsonObject, type NewEvent, type RecordedEvent } from '../log/event-log.js';
 import type { IdSource } from '../shared/ids.js';
 import { createFifoCache, type FifoCache } from './fifo-cache.js';
-import { currentClaim } from './request-claim.js';
+import { currentClaim, nextStep } from './request-claim.js';
 
 /** An event as the domain decides it: type and data; ids and the stream are the handler's business. */
 export interface Decided {
@@ -56,8 +58,8 @@ const backoff = (attempt: number) => sleep(Math.random() * Math.min(250, 5 * 2 *
 interface Pending {
   readonly aggregate: Aggregate<unknown, unknown>;
   readonly workspaceId: string;
-  /** The idempotency claim of the request that issued the command (recorded on its events). */
-  readonly claim: string | undefined;
+  /** The idempotency claim of the request that issued the command and its step (recorded on its events). */
+  readonly claim: { readonly id: string; readonly step: number } | undefined;
   readonly command: unknown;
   readonly resolve: (result: Either<DomainError, CommandResult<unknown>>) => void;
   readonly reject: (error: unknown) => void;
@@ -114,7 +116,7 @@ export const createCommandHandler = (log: EventLog, newId: IdSource, cache?: Sta
         const decision = aggregate.decide(pending.command, folded);
         if (decision._tag === 'Left') return { pending, refused: decision };
         folded = decision.right.reduce(aggregate.evolve, folded);
-        const metadata = pending.claim === undefined ? {} : { metadata: { [CLAIM_METADATA]: pending.claim } };
+        const metadata = pending.claim === undefined ? {} : { metadata: { [CLAIM_METADATA]: pending.claim.id, [STEP_METADATA]: pending.claim.step } };
         return { pending, state: folded, events: decision.right.map((e) => ({ id: newId(), type: e.type, workspaceId: pending.workspaceId, data: e.data, ...metadata })) };
       } catch (bug) {
         // A command that breaks the domain fails alone; the others in its batch go on.
@@ -168,17 +170,38 @@ export const createCommandHandler = (log: EventLog, newId: IdSource, cache?: Sta
     queues.delete(stream);
   };
 
+  const enqueue = (stream: string, pending: Pending) => {
+    const queue = queues.get(stream);
+    if (queue !== undefined) {
+      queue.push(pending);
+      return;
+    }
+    const fresh = [pending];
+    queues.set(stream, fresh);
+    void drain(stream, fresh);
+  };
+
+  /** What an earlier run of the claim appended for this step of it, and the state they left. */
+  const appendedBefore = async (pending: Pending, stream: string): Promise<CommandResult<unknown> | null> => {
+    const { aggregate, claim } = pending;
+    const events = await log.readStream(stream);
+    const mine = (e: RecordedEvent) => e.metadata[CLAIM_METADATA] === claim?.id && e.metadata[STEP_METADATA] === claim?.step;
+    const last = events.findLastIndex(mine);
+    if (last < 0) return null;
+    return { state: events.slice(0, last + 1).reduce(aggregate.evolve, aggregate.initial), records: events.filter(mine) };
+  };
+
   return function handle<S, C>(aggregate: Aggregate<S, C>, stream: string, workspaceId: string, command: C): Promise<Either<DomainError, CommandResult<S>>> {
     return new Promise((resolve, reject) => {
-      const pending = { aggregate, workspaceId, claim: currentClaim(), command, resolve, reject } as unknown as Pending;
-      const queue = queues.get(stream);
-      if (queue !== undefined) {
-        queue.push(pending);
-        return;
-      }
-      const fresh = [pending];
-      queues.set(stream, fresh);
-      void drain(stream, fresh);
+      const claim = currentClaim();
+      // Steps are counted when the command is issued, so they follow the request's own order.
+      const step = claim === undefined ? undefined : { id: claim.id, step: nextStep(claim, stream) };
+      const pending = { aggregate, workspaceId, claim: step, command, resolve, reject } as unknown as Pending;
+      if (claim?.resumed !== true) return enqueue(stream, pending);
+      appendedBefore(pending, stream).then(
+        (done) => (done === null ? enqueue(stream, pending) : resolve({ _tag: 'Right', right: done as CommandResult<S> })),
+        reject,
+      );
     });
   };
 };

@@ -18,6 +18,8 @@ export interface Core {
   /** Microseconds since the epoch; offsets and timestamps come from it. */
   readonly clock: MicrosClock;
   readonly newId: IdSource;
+  /** A new resource id (ticket, message…): derived from the request's idempotency claim when it has one (app/request-claim.ts). */
+  readonly resourceId: (kind: string) => string;
   readonly handle: CommandHandler;
   readonly directory: WorkspaceDirectory;
   /** Resolves once the workspace directory has applied the event at `position`. */

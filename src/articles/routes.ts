@@ -45,7 +45,7 @@ export const articleRoutes = (core: Core, index: ArticleIndex, settled: (positio
       router.post('/articles', async (ctx: ApiContext) => {
         requireKnowledgeBase(ctx);
         const body = decode(CreateArticle, ctx.request.body, 'body');
-        const article = await run(ctx, { kind: 'create', workspaceId: ctx.state.workspace.id, articleId: core.newId(), at: isoMicros(core.clock()), ...body });
+        const article = await run(ctx, { kind: 'create', workspaceId: ctx.state.workspace.id, articleId: core.resourceId('article'), at: isoMicros(core.clock()), ...body });
         if (article === null) throw new Error('article creation recorded no event');
         ctx.status = 201;
         ctx.body = view(article);

@@ -22,6 +22,8 @@ export interface Config {
   readonly bodyLimitBytes: number;
   /** Time a client has to send a request's headers, and the whole request (body included). */
   readonly http: { readonly headersTimeoutMs: number; readonly requestTimeoutMs: number };
+  /** How long an Idempotency-Key claim may run before a retry may take it over (its holder looks stalled). */
+  readonly idempotencyLeaseMs: number;
   readonly rateLimit: { readonly perKey: number; readonly perIp: number; readonly windowMs: number };
   readonly mediaMaxBytes: number;
   readonly plans: Readonly<Record<string, PlanLimits>>;
@@ -200,6 +202,7 @@ export const loadConfig = (env: Env = process.env): Config => {
     trustProxy: boolean(env, 'TRUST_PROXY', false),
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 1_048_576, 1024, 104_857_600),
     http: httpTimeouts(env),
+    idempotencyLeaseMs: integer(env, 'IDEMPOTENCY_LEASE_MS', 60_000, 100, 3_600_000),
     rateLimit: {
       perKey: integer(env, 'RATE_LIMIT_PER_KEY', 20_000, 1, 1_000_000_000),
       perIp: integer(env, 'RATE_LIMIT_PER_IP', 1_000, 1, 1_000_000_000),
@@ -241,6 +244,7 @@ export const CONFIG_VARIABLES = [
   'BODY_LIMIT_BYTES',
   'HTTP_HEADERS_TIMEOUT_MS',
   'HTTP_REQUEST_TIMEOUT_MS',
+  'IDEMPOTENCY_LEASE_MS',
   'RATE_LIMIT_PER_KEY',
   'RATE_LIMIT_PER_IP',
   'RATE_LIMIT_WINDOW_MS',

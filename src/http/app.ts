@@ -38,7 +38,7 @@ export interface HttpAppOptions extends Pick<AuthOptions, 'keysCurrent'> {
   readonly bodyLimitBytes: number;
   readonly modules: readonly RouteModule[];
   /** Where Idempotency-Key claims and answers are kept (see middleware/idempotency.ts). */
-  readonly idempotency: Omit<IdempotencyOptions, 'routed' | 'multipart'>;
+  readonly idempotency: Omit<IdempotencyOptions, 'routed' | 'multipart' | 'resumable'>;
 }
 
 const JSON_TYPES = ['application/json', 'application/*+json'];
@@ -168,7 +168,9 @@ export const createHttpApp = (options: HttpAppOptions): HttpApp => {
   const routers = surfaces.map((s) => s.router);
   const routed = (ctx: Koa.Context) => routers.some((r) => r.match(ctx.path, ctx.method).route);
   app.use(jsonBody(options.bodyLimitBytes, multipart, routed));
-  app.use(idempotency({ ...options.idempotency, routed, multipart }));
+  // The admin routes answer API keys that exist only in their answer (the log keeps a hash).
+  const resumable = (ctx: Koa.Context) => !(surfaces[1]?.router.match(ctx.path, ctx.method).route ?? false);
+  app.use(idempotency({ ...options.idempotency, routed, multipart, resumable }));
   for (const router of routers) app.use(router.routes());
   app.use(async (ctx) => {
     const allowed = routers.flatMap((r) => r.match(ctx.path, ctx.method).path.flatMap((l) => l.methods));

@@ -8,6 +8,7 @@ import * as path from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { randomId } from '../shared/ids.js';
+import { isAlive } from '../shared/process-alive.js';
 import type { MediaStore } from './media-store.js';
 
 // Keys are ids we generate; refusing anything else keeps every path inside root.
@@ -15,17 +16,6 @@ const KEY = /^[a-z0-9_-]+(\/[a-z0-9_-]+)*$/i;
 const PART = /\.(\d+)\.[0-9a-z]+\.part$/i;
 /** A part untouched this long is abandoned whoever wrote it (uploads are bounded by the request timeout). */
 const STALE_PART_MS = 60 * 60 * 1000;
-
-const isAlive = (pid: number): boolean => {
-  if (pid === process.pid) return true;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    // EPERM: the process exists under another user.
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-};
 
 /** Every `.part` file under `dir`, recursively (none when `dir` is absent). */
 const partsUnder = async (dir: string): Promise<string[]> => {

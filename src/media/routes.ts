@@ -67,7 +67,7 @@ export const mediaRoutes = (core: Core, store: MediaStore): RouteModule => {
           throw invalid([{ type: 'content_type', loc: ['header', 'content-type'], msg: 'Expected multipart/form-data with a file part named "file"' }]);
         }
         const workspaceId = ctx.state.workspace.id;
-        const mediaId = core.newId();
+        const mediaId = core.resourceId('media');
         const received = await receiveUpload(ctx, store, mediaObjectKey(workspaceId, mediaId), core.config.mediaMaxBytes);
         const result = await core.handle(mediaAggregate, mediaStream(mediaId), workspaceId, { mediaId, ...received });
         if (result._tag === 'Left') throw business(result.left);

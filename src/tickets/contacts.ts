@@ -78,7 +78,7 @@ export const createContactCommands = (core: Core) => {
     const mine = new Map<string, string>();
     for (const [i, key] of keys.entries()) {
       if (owners[i] !== null) continue;
-      const proposed = contactId ?? core.newId();
+      const proposed = contactId ?? core.resourceId('contact');
       const owner = await claim(workspaceId, key, proposed, mine);
       if (contactId === null) {
         contactId = owner;

@@ -6,6 +6,8 @@
 // same group commit instead of waiting for each other's. A conflict (another API server wrote the
 // stream) or a failed append marks the stream stale: once the appends in flight have settled, it
 // is read again from the last revision known and the waiting claims are decided anew.
+// A ticket is counted once: a resumed request finds its ticket's count if its first run made it.
+import { currentClaim } from '../app/request-claim.js';
 import { WrongExpectedRevision, type EventLog } from '../log/event-log.js';
 import type { MicrosClock } from '../log/clock.js';
 import type { IdSource } from '../shared/ids.js';
@@ -97,8 +99,10 @@ export const createTicketQuota = (log: EventLog, clock: MicrosClock, newId: IdSo
   }
 
   return {
-    claim(workspaceId, limit, ticketId) {
+    async claim(workspaceId, limit, ticketId) {
       const name = quotaStream(workspaceId, monthOf(clock()));
+      // A resumed request (app/request-claim.ts) may have counted its ticket before it was interrupted.
+      if (currentClaim()?.resumed === true && (await log.readStream(name)).some((e) => e.data['ticket_id'] === ticketId)) return true;
       let s = streams.get(name);
       if (s === undefined) streams.set(name, (s = { name, workspaceId, revision: -1, known: -1, stale: true, reading: false, inFlight: 0, waiting: [] }));
       const stream = s;

@@ -58,14 +58,14 @@ export const createTicketCommands = (core: Core, contacts: ContactCommands, quot
     if (isEmptyMessage(input.content, input.mediaIds.length)) return empty();
     const media = await resolveMedia(core.log, workspaceId, input.mediaIds);
     if (media._tag === 'Left') return media;
-    return right({ messageId: core.newId(), content: input.content, media: media.right, ...sender });
+    return right({ messageId: core.resourceId('message'), content: input.content, media: media.right, ...sender });
   };
 
   const ticketsPerMonth = (plan: string): number => (core.config.plans[plan] ?? core.config.plans[core.config.defaultPlan])?.ticketsPerMonth ?? 0;
 
   /** Counts the ticket against the plan's month, then creates it. */
   const create = async (workspace: WorkspaceRow, contactId: string, fields: Pick<OpenTicketInput, 'subject' | 'priority'>, message: NewMessage | null): Result<string> => {
-    const ticketId = core.newId();
+    const ticketId = core.resourceId('ticket');
     const limit = ticketsPerMonth(workspace.plan);
     if (!(await quota.claim(workspace.id, limit, ticketId))) {
       return left(domainError('TICKET_LIMIT_REACHED', 'The monthly ticket limit of the plan is reached', { plan: workspace.plan, limit, month: monthOf(core.clock()) }));
@@ -137,7 +137,7 @@ export const createTicketCommands = (core: Core, contacts: ContactCommands, quot
       if (contact._tag === 'Left') return contact;
       const { contactId, name } = contact.right;
       const message: NewMessage | null =
-        input.message === null ? null : { messageId: core.newId(), content: input.message.content, media: media.right, ...contactSender(contactId, name) };
+        input.message === null ? null : { messageId: core.resourceId('message'), content: input.message.content, media: media.right, ...contactSender(contactId, name) };
       return create(workspace, contactId, { subject: input.subject, priority: input.priority }, message);
     },
     /** POST /messages: returns the message id. */

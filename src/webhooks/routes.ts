@@ -90,7 +90,7 @@ export const webhookRoutes = (core: Core, deps: WebhookRouteDeps): RouteModule =
       router.post('/webhooks', async (ctx) => {
         const body = decode(Create, ctx.request.body, 'body');
         const workspaceId = ctx.state.workspace.id;
-        const id = core.newId();
+        const id = core.resourceId('webhook');
         const secret = newWebhookSecret();
         await slots.claim(workspaceId, id);
         const { state } = await run(ctx, id, {
@@ -107,7 +107,9 @@ export const webhookRoutes = (core: Core, deps: WebhookRouteDeps): RouteModule =
           throw error;
         });
         ctx.status = 201;
-        ctx.body = { ...view(id, state), secret };
+        // The stored secret, not `secret`: a resumed create (middleware/idempotency.ts) may find the
+        // subscription that its interrupted first run created, with that run's secret.
+        ctx.body = { ...view(id, state), secret: deps.secrets.decrypt(state.secretEncrypted, secretContext(workspaceId, id)) };
       });
 
       router.get('/webhooks', (ctx) => {
@@ -141,9 +143,9 @@ export const webhookRoutes = (core: Core, deps: WebhookRouteDeps): RouteModule =
         const { webhook_id: id } = decode(Params, ctx.params, 'path');
         const workspaceId = ctx.state.workspace.id;
         const { state, secret } = await current(workspaceId, id);
-        const envelope = envelopeOf({ id: core.newId(), type: WEBHOOK_TEST_EVENT, micros: core.clock(), workspaceId, data: { webhook_id: id, message: TEST_MESSAGE } });
+        const envelope = envelopeOf({ id: core.resourceId('event'), type: WEBHOOK_TEST_EVENT, micros: core.clock(), workspaceId, data: { webhook_id: id, message: TEST_MESSAGE } });
         const body = Buffer.from(JSON.stringify(envelope));
-        const deliveryId = core.newId();
+        const deliveryId = core.resourceId('delivery');
         const outcome = await deps.sender.send({ url: state.url, body, eventType: WEBHOOK_TEST_EVENT, deliveryId, attempt: 1, secret });
         ctx.body = {
           delivered: outcome.delivered,

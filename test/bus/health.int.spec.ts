@@ -35,7 +35,7 @@ describe('health endpoints', function () {
       maintenanceMode: () => true,
       trustProxy: false,
       bodyLimitBytes: 1024,
-      idempotency: { log: temp.log, handle: createCommandHandler(temp.log, randomId), newId: randomId, nowMs: Date.now, requestTimeoutMs: 1000 },
+      idempotency: { log: temp.log, handle: createCommandHandler(temp.log, randomId), newId: randomId, nowMs: Date.now, requestTimeoutMs: 1000, leaseMs: 60_000 },
       modules: feature.routes === undefined ? [] : [feature.routes],
     });
     server = app.listen(0, '127.0.0.1');

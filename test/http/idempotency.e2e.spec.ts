@@ -2,14 +2,16 @@
 // answer and acts once, also when retried at once, concurrently, after a restart and after a crash
 // that lost the answer; another request under the same key is refused; a refused request frees it.
 import { expect } from 'chai';
+import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import * as path from 'node:path';
+import { thisHolder } from '../../src/app/holder.js';
 import { CLAIM_METADATA, IDEMPOTENCY_EVENTS } from '../../src/domain/idempotency/idempotency.js';
 import { ticketStream } from '../../src/domain/ticket/ticket.js';
 import { idempotencyStream } from '../../src/http/middleware/idempotency.js';
-import { startTestService, type Reply, type TestService, type TestWorkspace } from '../support/server.js';
+import { ADMIN_TOKEN, call, startTestService, type Reply, type TestService, type TestWorkspace } from '../support/server.js';
 import { uniqueEmail } from '../support/tickets-fixtures.js';
 
 /** A ticket request with a subject of its own, so its tickets can be counted in the log. */
@@ -136,13 +138,22 @@ describe('Idempotency-Key (e2e)', function () {
   });
 
   describe('after a crash that lost the answer', () => {
-    /** Leaves the key claimed with a lease that has run out, as a killed server leaves it. */
-    const abandonClaim = async (key: string, claimId: string, fingerprintOf: string) =>
+    /** Leaves the key claimed, by default with a lease that has run out, as a killed server leaves it. */
+    const abandonClaim = async (key: string, claimId: string, fingerprintOf: string, scope = ws.workspaceId, claim = { leaseUntilMs: Date.now() - 1, holder: 'elsewhere:1:0' }) =>
       ts.service.core.log.append(
-        idempotencyStream(ws.workspaceId, key),
-        [{ id: `${claimId}-event`, type: IDEMPOTENCY_EVENTS.claimed, workspaceId: ws.workspaceId, data: { claim_id: claimId, fingerprint: fingerprintOf, lease_until_ms: Date.now() - 1 } }],
+        idempotencyStream(scope, key),
+        [
+          {
+            id: `${claimId}-event`,
+            type: IDEMPOTENCY_EVENTS.claimed,
+            workspaceId: ws.workspaceId,
+            data: { claim_id: claimId, fingerprint: fingerprintOf, lease_until_ms: claim.leaseUntilMs, holder: claim.holder },
+          },
+        ],
         'no_stream',
       );
+    const keyEventsOf = async (workspaceId: string) =>
+      (await ts.service.core.log.readAll({ after: 0, types: ['api_key.issued'], workspaceId })).length;
 
     it('runs the retry when the interrupted request wrote nothing', async () => {
       const body = ticketBody();
@@ -155,19 +166,37 @@ describe('Idempotency-Key (e2e)', function () {
       expect(retried.body.id).to.not.equal(probe.body.id);
     });
 
-    it('tells the retry the request was interrupted after writing, and never runs it again, when its events are in the log', async () => {
-      const body = ticketBody();
-      const probe = await post('/api/v1/tickets', body, 'probe-key-2');
-      const fingerprint = String((await ts.service.core.log.readStream(idempotencyStream(ws.workspaceId, 'probe-key-2')))[0]?.data['fingerprint']);
-      await abandonClaim('crash-2', 'claim-that-wrote', fingerprint);
+    it('tells the retry of an admin request that cannot be resumed that it was interrupted after writing, and never runs it again', async () => {
+      // A new API key exists only in its answer (the log keeps its hash): such a request is not resumed.
+      const keys = `/admin/v1/workspaces/${ws.workspaceId}/keys`;
+      const adminPost = (key: string) => call(`${ts.url}${keys}`, 'POST', ADMIN_TOKEN, {}, { 'idempotency-key': key });
+      await adminPost('probe-key-2');
+      const fingerprint = String((await ts.service.core.log.readStream(idempotencyStream('admin', 'probe-key-2')))[0]?.data['fingerprint']);
+      await abandonClaim('crash-2', 'claim-that-wrote', fingerprint, 'admin');
       // What the interrupted request wrote before the crash: an event carrying its claim.
-      await ts.service.core.log.append(`ticket-${'f'.repeat(32)}`, [{ id: 'written-before-crash', type: 'ticket.note', workspaceId: ws.workspaceId, data: {}, metadata: { [CLAIM_METADATA]: 'claim-that-wrote' } }], 'any');
-      const retried = await post('/api/v1/tickets', body, 'crash-2');
+      await ts.service.core.log.append(`workspace-${'f'.repeat(32)}`, [{ id: 'written-before-crash', type: 'workspace.note', workspaceId: ws.workspaceId, data: {}, metadata: { [CLAIM_METADATA]: 'claim-that-wrote' } }], 'any');
+      const keysBefore = await keyEventsOf(ws.workspaceId);
+      const retried = await adminPost('crash-2');
       expect(retried.status).to.equal(409);
       expect(retried.body.detail).to.deep.equal({ reason: 'idempotent_answer_lost' });
-      expect(await ticketsOf(body.subject)).to.equal(1);
-      expect(probe.status).to.equal(201);
-      expectSameAnswer(await post('/api/v1/tickets', body, 'crash-2'), retried);
+      expect(await keyEventsOf(ws.workspaceId)).to.equal(keysBefore);
+      expectSameAnswer(await adminPost('crash-2'), retried);
+    });
+
+    it('takes over at once a claim whose holder process is gone, and waits out the lease of a live one', async () => {
+      const body = ticketBody();
+      await post('/api/v1/tickets', body, 'probe-key-3');
+      const fingerprint = String((await ts.service.core.log.readStream(idempotencyStream(ws.workspaceId, 'probe-key-3')))[0]?.data['fingerprint']);
+      const gone = spawnSync(process.execPath, ['-e', '']).pid;
+      await abandonClaim('killed-holder', 'claim-of-killed', fingerprint, ws.workspaceId, { leaseUntilMs: Date.now() + 600_000, holder: `${hostname()}:${gone}:0a0b0c0d0e0f` });
+      const taken = await post('/api/v1/tickets', body, 'killed-holder');
+      expect(taken.status).to.equal(201);
+      await abandonClaim('live-holder', 'claim-of-live', fingerprint, ws.workspaceId, { leaseUntilMs: Date.now() + 600_000, holder: thisHolder });
+      const waiting = await post('/api/v1/tickets', body, 'live-holder');
+      expect(waiting.status).to.equal(409);
+      expect(waiting.body.detail).to.deep.equal({ reason: 'idempotency_key_in_use' });
+      expect(waiting.headers.get('retry-after')).to.equal('1');
+      expect(await ticketsOf(body.subject)).to.equal(2);
     });
   });
 });
@@ -182,7 +211,7 @@ describe('Idempotency-Key across a restart (e2e)', () => {
     await first.close();
     const second = await startTestService({}, { dataDir });
     try {
-      const again = await call(second.url, ws.apiKey, body);
+      const again = await postTicket(second.url, ws.apiKey, body);
       expect(again.status).to.equal(201);
       expect(again.body).to.deep.equal(created.body);
       expect(again.headers.get('idempotent-replayed')).to.equal('true');
@@ -193,7 +222,7 @@ describe('Idempotency-Key across a restart (e2e)', () => {
   });
 });
 
-const call = async (url: string, key: string, body: unknown) => {
+const postTicket = async (url: string, key: string, body: unknown) => {
   const response = await fetch(`${url}/api/v1/tickets`, {
     method: 'POST',
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'idempotency-key': 'restart-1' },

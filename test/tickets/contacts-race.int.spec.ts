@@ -23,7 +23,7 @@ describe('contact upsert across two API servers (int)', () => {
 
   /** What the contact commands use of the core, as one API server builds it (its own caches). */
   const server = () =>
-    createContactCommands({ log, clock: systemMicros, newId: randomId, handle: createCommandHandler(log, randomId, createStateCache(100)) } as unknown as Core);
+    createContactCommands({ log, clock: systemMicros, newId: randomId, resourceId: randomId, handle: createCommandHandler(log, randomId, createStateCache(100)) } as unknown as Core);
 
   it('two servers racing on one person end on one contact, and keep answering it from their caches', async () => {
     const [one, two] = [server(), server()];

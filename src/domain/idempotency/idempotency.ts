@@ -23,22 +23,56 @@ export interface RecordedAnswer {
 }
 
 export type KeyState =
-  | { readonly kind: 'free' }
-  | { readonly kind: 'claimed'; readonly claimId: string; readonly fingerprint: string; readonly leaseUntilMs: number }
+  /**
+   * `released`: the claim released last and its request's fingerprint. Its run answered that it
+   * changed nothing, yet a request that appends to several streams may have appended to some: the
+   * same request sent again resumes under that claim.
+   */
+  | { readonly kind: 'free'; readonly released: { readonly claimId: string; readonly fingerprint: string } | null }
+  /** `holder`: the process running the claim's request (see app/holder.ts). */
+  | { readonly kind: 'claimed'; readonly claimId: string; readonly fingerprint: string; readonly leaseUntilMs: number; readonly holder: string }
   | { readonly kind: 'answered'; readonly claimId: string; readonly fingerprint: string; readonly answer: RecordedAnswer; readonly atMs: number };
 
-export type KeyCommand =
-  /** `takeover`: the caller made sure the expired claim's request wrote nothing, so it may run again. */
-  | { readonly kind: 'claim'; readonly claimId: string; readonly fingerprint: string; readonly nowMs: number; readonly leaseMs: number; readonly takeover: boolean }
-  | { readonly kind: 'answer'; readonly claimId: string; readonly answer: RecordedAnswer; readonly nowMs: number }
-  | { readonly kind: 'release'; readonly claimId: string };
+/**
+ * One claim of the key, as a run holds it. The id alone does not name it: a resumed request claims
+ * the key again under the id of the run it resumes, with a lease of its own.
+ */
+export interface ClaimRef {
+  readonly claimId: string;
+  readonly leaseUntilMs: number;
+}
 
-const free: KeyState = { kind: 'free' };
+export type KeyCommand =
+  /**
+   * `takeover`: the claim the caller found abandoned, which this claim replaces (only if it is still
+   * the key's claim: of two retries taking the same claim over, one wins). `claimId` may be the
+   * abandoned claim's own id: the request is then resumed under it.
+   */
+  | {
+      readonly kind: 'claim';
+      readonly claimId: string;
+      readonly fingerprint: string;
+      readonly nowMs: number;
+      readonly leaseMs: number;
+      readonly holder: string;
+      readonly takeover: ClaimRef | null;
+    }
+  /** Answer and release act only while `claim` is still the key's claim: a run taken over has no say. */
+  | { readonly kind: 'answer'; readonly claim: ClaimRef; readonly answer: RecordedAnswer; readonly nowMs: number }
+  | { readonly kind: 'release'; readonly claim: ClaimRef };
+
+const free: KeyState = { kind: 'free', released: null };
 
 const evolve: Aggregate<KeyState, KeyCommand>['evolve'] = (state, { type, data }) => {
   switch (type) {
     case IDEMPOTENCY_EVENTS.claimed:
-      return { kind: 'claimed', claimId: String(data['claim_id']), fingerprint: String(data['fingerprint']), leaseUntilMs: Number(data['lease_until_ms']) };
+      return {
+        kind: 'claimed',
+        claimId: String(data['claim_id']),
+        fingerprint: String(data['fingerprint']),
+        leaseUntilMs: Number(data['lease_until_ms']),
+        holder: String(data['holder'] ?? ''),
+      };
     case IDEMPOTENCY_EVENTS.answered:
       return state.kind === 'free'
         ? state
@@ -50,7 +84,7 @@ const evolve: Aggregate<KeyState, KeyCommand>['evolve'] = (state, { type, data }
             atMs: Number(data['at_ms']),
           };
     case IDEMPOTENCY_EVENTS.released:
-      return free;
+      return state.kind === 'claimed' ? { kind: 'free', released: { claimId: state.claimId, fingerprint: state.fingerprint } } : free;
     default:
       return state;
   }
@@ -58,25 +92,31 @@ const evolve: Aggregate<KeyState, KeyCommand>['evolve'] = (state, { type, data }
 
 /** What a request carrying the key meets, before anything is appended. */
 export type Verdict =
-  | { readonly kind: 'run' }
+  /** `resume`: the claim a run of the same request released, to run under again. */
+  | { readonly kind: 'run'; readonly resume: string | null }
   | { readonly kind: 'replay'; readonly answer: RecordedAnswer }
   | { readonly kind: 'reused' }
-  | { readonly kind: 'in_progress' }
-  /** The claim's lease ran out without an answer: whether its request wrote anything decides. */
-  | { readonly kind: 'expired'; readonly claimId: string };
+  /** Another request holds the key; the caller may find its holder gone and take it over. */
+  | { readonly kind: 'in_progress'; readonly claim: ClaimRef; readonly holder: string }
+  /** The claim's lease ran out without an answer: the request is resumed, or run again. */
+  | { readonly kind: 'expired'; readonly claim: ClaimRef };
 
 export const verdictOf = (state: KeyState, fingerprint: string, nowMs: number): Verdict => {
   switch (state.kind) {
     case 'free':
-      return { kind: 'run' };
+      return { kind: 'run', resume: state.released?.fingerprint === fingerprint ? state.released.claimId : null };
     case 'answered':
-      if (nowMs - state.atMs > IDEMPOTENCY_RETENTION_MS) return { kind: 'run' };
+      if (nowMs - state.atMs > IDEMPOTENCY_RETENTION_MS) return { kind: 'run', resume: null };
       return state.fingerprint === fingerprint ? { kind: 'replay', answer: state.answer } : { kind: 'reused' };
     case 'claimed':
       if (state.fingerprint !== fingerprint) return { kind: 'reused' };
-      return nowMs < state.leaseUntilMs ? { kind: 'in_progress' } : { kind: 'expired', claimId: state.claimId };
+      const claim = { claimId: state.claimId, leaseUntilMs: state.leaseUntilMs };
+      return nowMs < state.leaseUntilMs ? { kind: 'in_progress', claim, holder: state.holder } : { kind: 'expired', claim };
   }
 };
+
+const holds = (state: KeyState, claim: ClaimRef): boolean =>
+  state.kind === 'claimed' && state.claimId === claim.claimId && state.leaseUntilMs === claim.leaseUntilMs;
 
 const reused = () =>
   domainError('IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was used for another request (another method, path or body): use a new key for a new request');
@@ -87,20 +127,25 @@ const decide: Aggregate<KeyState, KeyCommand>['decide'] = (command, state) => {
     case 'claim': {
       const verdict = verdictOf(state, command.fingerprint, command.nowMs);
       if (verdict.kind === 'reused') return left(reused());
-      if (verdict.kind === 'in_progress' || (verdict.kind === 'expired' && !command.takeover)) return left(inProgress());
+      if (verdict.kind === 'in_progress' || verdict.kind === 'expired') {
+        if (command.takeover === null || !holds(state, command.takeover)) return left(inProgress());
+      }
       // A replay appends nothing: the caller answers from the state.
       if (verdict.kind === 'replay') return right([]);
       return right([
-        { type: IDEMPOTENCY_EVENTS.claimed, data: { claim_id: command.claimId, fingerprint: command.fingerprint, lease_until_ms: command.nowMs + command.leaseMs } },
+        {
+          type: IDEMPOTENCY_EVENTS.claimed,
+          data: { claim_id: command.claimId, fingerprint: command.fingerprint, lease_until_ms: command.nowMs + command.leaseMs, holder: command.holder },
+        },
       ]);
     }
     case 'answer':
       // A claim taken over meanwhile keeps its own answer.
-      if (state.kind !== 'claimed' || state.claimId !== command.claimId) return right([]);
+      if (!holds(state, command.claim)) return right([]);
       return right([{ type: IDEMPOTENCY_EVENTS.answered, data: { status: command.answer.status, body: command.answer.body, at_ms: command.nowMs } }]);
     case 'release':
-      if (state.kind !== 'claimed' || state.claimId !== command.claimId) return right([]);
-      return right([{ type: IDEMPOTENCY_EVENTS.released, data: { claim_id: command.claimId } }]);
+      if (!holds(state, command.claim)) return right([]);
+      return right([{ type: IDEMPOTENCY_EVENTS.released, data: { claim_id: command.claim.claimId } }]);
   }
 };
 
@@ -108,3 +153,5 @@ export const idempotencyKeyAggregate: Aggregate<KeyState, KeyCommand> = { initia
 
 /** The metadata field that ties the events a request appended to the claim it ran under. */
 export const CLAIM_METADATA = 'idempotency_claim';
+/** Which of the request's commands on that stream appended them (0 for its first). */
+export const STEP_METADATA = 'idempotency_step';

@@ -5,14 +5,20 @@
 // recorded answer (`Idempotent-Replayed: true`); another request with the key is 422
 // IDEMPOTENCY_KEY_REUSED; a retry while the first still runs is 409 CONFLICT with Retry-After.
 // Answers that changed nothing (schema 422, 429, 503) release the key instead, so a corrected or
-// later retry runs. A claim whose answer a crash lost is settled by the log: if its request wrote
-// nothing the retry runs; else the request may have been carried out in part or in whole (a request
-// can append to several streams), and the retry is told so rather than run it a second time.
+// later retry runs (resumed, below: a request that appends to several streams may have appended
+// to some before the one that refused).
+// A claim whose answer a crash lost (its holder is gone, or its lease ran out) is taken over by the
+// next retry, which resumes the request under the same claim (app/request-claim.ts): what the first
+// run appended stands, the rest is carried out, and the answer is the one the first run would have
+// given. Routes whose answer holds a secret that exists only in it (the admin routes that make API
+// keys) cannot be resumed: their retry runs only if the first run wrote nothing, and is otherwise
+// told the request was interrupted after writing.
 import { createHash } from 'node:crypto';
 import type Koa from 'koa';
 import type { CommandHandler } from '../../app/command-handler.js';
+import { holderGone, thisHolder } from '../../app/holder.js';
 import { runUnderClaim } from '../../app/request-claim.js';
-import { CLAIM_METADATA, idempotencyKeyAggregate, verdictOf, type RecordedAnswer } from '../../domain/idempotency/idempotency.js';
+import { CLAIM_METADATA, idempotencyKeyAggregate, verdictOf, type ClaimRef, type RecordedAnswer } from '../../domain/idempotency/idempotency.js';
 import type { EventLog, Json } from '../../log/event-log.js';
 import type { IdSource } from '../../shared/ids.js';
 import { business, invalid } from '../api-error.js';
@@ -27,14 +33,16 @@ export interface IdempotencyOptions {
   readonly routed: (ctx: Koa.Context) => boolean;
   /** Paths whose body the route reads itself, after the claim (uploads). */
   readonly multipart: ReadonlySet<string>;
+  /** Whether an interrupted request to this route can be resumed (see above). */
+  readonly resumable: (ctx: Koa.Context) => boolean;
   /** The longest a client may take to send a request (bounds how long an upload holds its claim). */
   readonly requestTimeoutMs: number;
+  /** How long a claim may run before a retry takes it over (IDEMPOTENCY_LEASE_MS). */
+  readonly leaseMs: number;
 }
 
 const HEADER = 'Idempotency-Key';
 const VALID_KEY = /^[\x21-\x7e]{1,255}$/;
-/** How long a claim may run before a retry asks the log what became of it. */
-const LEASE_MS = 60_000;
 /** Answers after which nothing was written: the key is released, not bound to them. */
 const NOTHING_WRITTEN = new Set([429, 503]);
 
@@ -94,16 +102,19 @@ export const idempotency = (options: IdempotencyOptions): Koa.Middleware => {
     const stream = idempotencyStream(scope, key);
     const multipart = options.multipart.has(ctx.path);
     const fingerprint = fingerprintOf(ctx, multipart);
-    const claimId = newId();
-    const leaseMs = multipart ? options.requestTimeoutMs + LEASE_MS : LEASE_MS;
+    const leaseMs = multipart ? options.requestTimeoutMs + options.leaseMs : options.leaseMs;
 
     const records = await log.readStream(stream);
     const state = records.reduce(idempotencyKeyAggregate.evolve, idempotencyKeyAggregate.initial);
     const verdict = verdictOf(state, fingerprint, nowMs());
-    let takeover = false;
-    if (verdict.kind === 'expired') {
+    const abandoned: ClaimRef | null =
+      verdict.kind === 'expired' || (verdict.kind === 'in_progress' && holderGone(verdict.holder)) ? verdict.claim : null;
+    const earlier = abandoned?.claimId ?? (verdict.kind === 'run' ? verdict.resume : null);
+    const resumed = earlier !== null && options.resumable(ctx);
+    const claimId = resumed ? earlier : newId();
+    if (abandoned !== null && !resumed) {
       const claimedAt = records.findLast((e) => e.type === 'idempotency.claimed')?.position ?? 0;
-      if (await wroteUnder(verdict.claimId, claimedAt, workspaceId)) {
+      if (await wroteUnder(abandoned.claimId, claimedAt, workspaceId)) {
         // Interrupted after writing: running it again could do it twice. Say so, for every later retry.
         const lost: RecordedAnswer = {
           status: 409,
@@ -115,26 +126,35 @@ export const idempotency = (options: IdempotencyOptions): Koa.Middleware => {
             request_id: String(ctx.state.requestId),
           },
         };
-        await handle(idempotencyKeyAggregate, stream, scope, { kind: 'answer', claimId: verdict.claimId, answer: lost, nowMs: nowMs() });
+        await handle(idempotencyKeyAggregate, stream, scope, { kind: 'answer', claim: abandoned, answer: lost, nowMs: nowMs() });
         return replay(ctx, lost);
       }
-      takeover = true;
     }
 
-    const claimed = await handle(idempotencyKeyAggregate, stream, scope, { kind: 'claim', claimId, fingerprint, nowMs: nowMs(), leaseMs, takeover });
+    const claimed = await handle(idempotencyKeyAggregate, stream, scope, {
+      kind: 'claim',
+      claimId,
+      fingerprint,
+      nowMs: nowMs(),
+      leaseMs,
+      holder: thisHolder,
+      takeover: abandoned,
+    });
     if (claimed._tag === 'Left') throw business(claimed.left, claimed.left.code === 'CONFLICT' ? { 'Retry-After': '1' } : {});
     const now = claimed.right.state;
     if (now.kind === 'answered' && claimed.right.records.length === 0) return replay(ctx, now.answer);
+    if (now.kind !== 'claimed') throw new Error(`idempotency key ${stream}: claimed, but the key is ${now.kind}`);
+    const mine: ClaimRef = { claimId, leaseUntilMs: now.leaseUntilMs };
 
     try {
-      await runUnderClaim(claimId, next);
+      await runUnderClaim(claimId, resumed, next);
     } catch (caught) {
       renderFailure(ctx, caught);
     }
     const answer: RecordedAnswer = { status: ctx.status, body: (ctx.body ?? null) as Json };
     const settle = NOTHING_WRITTEN.has(answer.status) || isSchemaFailure(answer.status, answer.body)
-      ? ({ kind: 'release', claimId } as const)
-      : ({ kind: 'answer', claimId, answer, nowMs: nowMs() } as const);
+      ? ({ kind: 'release', claim: mine } as const)
+      : ({ kind: 'answer', claim: mine, answer, nowMs: nowMs() } as const);
     // The answer stands even if recording it fails: the claim then expires and the log decides.
     await handle(idempotencyKeyAggregate, stream, scope, settle).catch((error: unknown) => {
       console.error(`idempotency key ${stream}: recording the answer failed:`, error);

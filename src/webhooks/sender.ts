@@ -130,17 +130,32 @@ export const createSender = (options: SenderOptions): Sender => {
           const error = failureForStatus(status);
           finish({ delivered: error === null, statusCode: status, error, latencyMs });
         };
-        // One deadline for the whole attempt: connect, send, status line, and the capped body read.
-        const timer = setTimeout(() => {
+        /** When the request was written to its connection (undici calls onRequestStart just before). */
+        let sentAt: number | null = null;
+        // One deadline for the whole attempt: connect, send, status line, and the capped body read. It
+        // measures the receiver, not this process: a busy event loop fires it late, with the answer
+        // perhaps unread in the socket, or writes the request late. So it judges after one I/O turn
+        // (setImmediate runs after the poll phase), and a request written less than the deadline ago
+        // gets the rest of its time.
+        const judge = (): void => {
+          if (done) return;
+          const sinceSent = sentAt === null ? Infinity : performance.now() - sentAt;
+          if (statusCode === null && sinceSent < options.timeoutMs) {
+            timer = setTimeout(deadline, options.timeoutMs - sinceSent);
+            return;
+          }
           if (statusCode === null) finish({ delivered: false, statusCode: null, error: `timeout: no response within ${options.timeoutMs} ms`, latencyMs: elapsed() });
           else byStatus(statusCode);
           controller?.abort(new Error('deadline'));
-        }, options.timeoutMs);
+        };
+        const deadline = (): void => void setImmediate(judge);
+        let timer = setTimeout(deadline, options.timeoutMs);
         agent.dispatch(
           { origin: to.origin, path: to.path, method: 'POST', headers: deliveryHeaders(req), body: req.body },
           {
             onRequestStart(c) {
               controller = c;
+              sentAt = performance.now();
               if (done) c.abort(new Error('deadline')); // the deadline passed while queued for a connection
             },
             onResponseStart(_c, status) {

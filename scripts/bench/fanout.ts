@@ -4,7 +4,6 @@
 // timed until every first attempt arrived (deliveries/s); then a paced phase (one small batch every
 // 10 ms, 3,000 deliveries/s) for the latency from append to the first attempt received.
 // The receiver is a separate process, as an endpoint would be.
-import { fork } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
@@ -12,6 +11,7 @@ import { request } from 'undici';
 import { deliveryIdOf } from '../../src/domain/delivery/ids.js';
 import type { NewEvent } from '../../src/log/event-log.js';
 import { randomId } from '../../src/shared/ids.js';
+import { forkRole } from './forked.js';
 
 export const ADMIN = 'bench-admin';
 export const PACED_DELIVERIES_PER_S = 3000;
@@ -69,16 +69,7 @@ export interface Arrivals {
 }
 
 export const startArrivals = async (): Promise<Arrivals> => {
-  const child = fork(fileURLToPath(import.meta.url), [], { execArgv: ['--import', 'tsx'], env: { ...process.env, [RECEIVER_ROLE]: '1' } });
-  const next = <K extends string>(key: K) =>
-    new Promise<Extract<FromReceiver, Record<K, unknown>>>((resolve) => {
-      const listener = (message: FromReceiver) => {
-        if (!(key in message)) return;
-        child.off('message', listener);
-        resolve(message as Extract<FromReceiver, Record<K, unknown>>);
-      };
-      child.on('message', listener);
-    });
+  const { child, next, close } = forkRole<FromReceiver>(fileURLToPath(import.meta.url), RECEIVER_ROLE, '1');
   const { port } = await next('port');
   return {
     url: `http://127.0.0.1:${port}/hook`,
@@ -92,11 +83,7 @@ export const startArrivals = async (): Promise<Arrivals> => {
       child.send({ arrivals: true } satisfies ToReceiver);
       return new Map((await reply).arrivals);
     },
-    close: () =>
-      new Promise<void>((resolve) => {
-        child.once('exit', () => resolve());
-        child.disconnect();
-      }),
+    close,
   };
 };
 

@@ -1,0 +1,89 @@
+// The sustained benchmark's webhook receiver, in its own process (an endpoint is another machine):
+// answers every attempt at once, except the first attempt of one delivery in FAIL_ONE_IN, which it
+// answers 500 so that the retry's punctuality can be measured. Per attempt it notes what the
+// benchmark needs: the lag of a first attempt behind its event's commit (the envelope's `timestamp`),
+// how late a retry came after its due time, and retries of attempts it had answered 200 (the sender
+// took a success for a failure: a false timeout).
+import { createHash } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { forkRole } from './forked.js';
+
+const ROLE = 'SUSTAINED_BENCH_RECEIVER';
+const FAIL_ONE_IN = 50;
+
+/** Milliseconds since the epoch with sub-millisecond precision, comparable across processes. */
+const nowMs = () => performance.timeOrigin + performance.now();
+
+export interface ReceiverFigures {
+  /** [event commit ms, first attempt arrival ms], one per delivery. */
+  readonly firstAttempts: [number, number][];
+  /** Arrival of a retry minus its due time (the 500's answer time plus the first retry delay). */
+  readonly retryLateMs: number[];
+  readonly falseFailures: number;
+  readonly attempts: number;
+}
+
+type ToReceiver = { readonly figures: true };
+type FromReceiver = { readonly port: number } | { readonly figures: ReceiverFigures };
+
+const failsFirst = (deliveryId: string) => createHash('sha1').update(deliveryId).digest()[0]! % FAIL_ONE_IN === 0;
+
+const receiverProcess = async (retryDelayMs: number): Promise<void> => {
+  const firstAttempts: [number, number][] = [];
+  const retryLateMs: number[] = [];
+  /** When each delivery's first attempt was answered, and whether it was a success. */
+  const answered = new Map<string, { readonly at: number; readonly ok: boolean }>();
+  let falseFailures = 0;
+  let attempts = 0;
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const arrived = nowMs();
+      attempts++;
+      const id = String(req.headers['x-webhook-id']);
+      const attempt = Number(req.headers['x-webhook-attempt']);
+      let status = 200;
+      if (attempt === 1 && !answered.has(id)) {
+        const committed = Date.parse(String((JSON.parse(Buffer.concat(chunks).toString('utf8')) as { timestamp: string }).timestamp));
+        firstAttempts.push([committed, arrived]);
+        if (failsFirst(id)) status = 500;
+        answered.set(id, { at: arrived, ok: status === 200 });
+      } else if (attempt === 2) {
+        const first = answered.get(id);
+        if (first?.ok === true) falseFailures++;
+        else if (first !== undefined) retryLateMs.push(arrived - (first.at + retryDelayMs));
+      }
+      res.writeHead(status).end();
+    });
+  });
+  server.keepAliveTimeout = 65_000;
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  process.on('message', (_: ToReceiver) => process.send?.({ figures: { firstAttempts, retryLateMs, falseFailures, attempts } } satisfies FromReceiver));
+  process.on('disconnect', () => process.exit(0));
+  process.send?.({ port: (server.address() as AddressInfo).port } satisfies FromReceiver);
+};
+
+export interface SustainedReceiver {
+  readonly url: string;
+  figures(): Promise<ReceiverFigures>;
+  close(): Promise<void>;
+}
+
+export const startSustainedReceiver = async (retryDelayMs: number): Promise<SustainedReceiver> => {
+  const { child, next, close } = forkRole<FromReceiver>(fileURLToPath(import.meta.url), ROLE, String(retryDelayMs));
+  const { port } = await next('port');
+  return {
+    url: `http://127.0.0.1:${port}/hook`,
+    figures: async () => {
+      const reply = next('figures');
+      child.send({ figures: true } satisfies ToReceiver);
+      return (await reply).figures;
+    },
+    close,
+  };
+};
+
+if (process.env[ROLE] !== undefined) await receiverProcess(Number(process.env[ROLE]));

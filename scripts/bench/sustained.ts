@@ -1,0 +1,208 @@
+// Sustained load on the embedded default, as an integrator's traffic is: the real service in its own
+// process (`node --import tsx src/main.ts`, ROLE=all) on a fresh data folder, 10 webhook subscriptions
+// on a receiver in another process, 4 long pollers, and writes (new tickets and messages) at a set
+// rate for a set time. First the ceiling: the most writes/s the service acknowledges from 64
+// concurrent clients (5 s). Then writes at half of it (or BENCH_RATE) for BENCH_SECONDS (60; --long:
+// 600). Reported: commit → first attempt received p50/p99 per minute and over the run, how late the
+// retries of the receiver's deliberate 500s came after their due time, false timeouts (a retry of an
+// attempt the receiver had answered 200), the deliveries still owed when writes stop, API p99 during
+// the run, and the start-up time of the resulting log.
+// `npm run bench -- sustained [--long]`, BENCH_SECONDS / BENCH_RATE to override.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { createProcessGroup, type RoleProcess } from '../../test/support/processes.js';
+import { send } from '../torture/http.js';
+import { startSustainedReceiver, type ReceiverFigures, type SustainedReceiver } from './sustained-receiver.js';
+
+const ADMIN = 'bench-admin';
+const SUBSCRIPTIONS = 10;
+const LONG_POLLERS = 4;
+const CEILING_CLIENTS = 64;
+const CEILING_SECONDS = 5;
+const RETRY_DELAY_MS = 1000;
+const TICKETS = 200;
+const TICK_MS = 10;
+const DRAIN_SECONDS = 120;
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const percentile = (sorted: readonly number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
+const round = (n: number) => Math.round(n * 10) / 10;
+const quantiles = (values: readonly number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return { p50: round(percentile(sorted, 50)), p99: round(percentile(sorted, 99)), n: sorted.length };
+};
+
+interface Workspace {
+  readonly apiKey: string;
+  readonly tickets: string[];
+}
+
+const must = async (url: string, method: string, p: string, token: string, body?: unknown) => {
+  const sent = await send(url, { method, path: p, token, ...(body === undefined ? {} : { body }) });
+  if (sent.kind !== 'answer' || sent.answer.status >= 300) throw new Error(`${method} ${p}: ${JSON.stringify(sent)}`);
+  return sent.answer.body as Record<string, unknown>;
+};
+
+const setUp = async (url: string, receiverUrl: string): Promise<Workspace> => {
+  const created = await must(url, 'POST', '/admin/v1/workspaces', ADMIN, { name: 'sustained', plan: 'business' });
+  const apiKey = String(created['api_key']);
+  for (let i = 0; i < SUBSCRIPTIONS; i++) await must(url, 'POST', '/api/v1/webhooks', apiKey, { url: receiverUrl });
+  const tickets: string[] = [];
+  for (let i = 0; i < TICKETS; i++) tickets.push(String((await must(url, 'POST', '/api/v1/tickets', apiKey, newTicket(i)))['id']));
+  return { apiKey, tickets };
+};
+
+const newTicket = (n: number) => ({ contact: { email: `sustained-${n}@example.com` }, subject: `Order ${n}`, message: 'Where is my order?' });
+
+/** One write: a message on a known ticket, or (one in ten) a new ticket. Resolves with its latency, or null when it failed. */
+const write = async (url: string, ws: Workspace, n: number): Promise<number | null> => {
+  const started = performance.now();
+  const sent =
+    n % 10 === 0
+      ? await send(url, { method: 'POST', path: '/api/v1/tickets', token: ws.apiKey, body: newTicket(TICKETS + n) })
+      : await send(url, { method: 'POST', path: `/api/v1/tickets/${ws.tickets[n % ws.tickets.length]}/messages`, token: ws.apiKey, body: { content: `message ${n}` } });
+  return sent.kind === 'answer' && sent.answer.status < 300 ? performance.now() - started : null;
+};
+
+/** The most acknowledged writes/s from CEILING_CLIENTS clients writing back to back. */
+const ceiling = async (url: string, ws: Workspace): Promise<number> => {
+  let done = 0;
+  let n = 0;
+  const until = performance.now() + CEILING_SECONDS * 1000;
+  await Promise.all(
+    Array.from({ length: CEILING_CLIENTS }, async () => {
+      while (performance.now() < until) if ((await write(url, ws, ++n)) !== null) done++;
+    }),
+  );
+  return done / CEILING_SECONDS;
+};
+
+/** Long polls `/updates` until `stop()`; counts the items it was handed. */
+const longPoll = async (url: string, ws: Workspace, running: () => boolean): Promise<number> => {
+  let items = 0;
+  let offset = Math.floor(Date.now() * 1000);
+  while (running()) {
+    const sent = await send(url, { method: 'GET', path: `/api/v1/updates?offset=${offset}&timeout=5&limit=100`, token: ws.apiKey, timeoutMs: 30_000 });
+    if (sent.kind !== 'answer' || sent.answer.status !== 200) continue;
+    const body = sent.answer.body as { items: unknown[]; next_offset: number };
+    items += body.items.length;
+    offset = body.next_offset;
+  }
+  return items;
+};
+
+/** The workspace's public events from `fromMs` on, as /updates serves them. */
+const eventsSince = async (url: string, ws: Workspace, fromMs: number): Promise<number> => {
+  let count = 0;
+  for (let offset = Math.floor(fromMs * 1000); ; ) {
+    const body = await must(url, 'GET', `/api/v1/updates?offset=${offset}&timeout=0&limit=1000`, ws.apiKey);
+    const items = body['items'] as unknown[];
+    count += items.length;
+    if (items.length < 1000) return count;
+    offset = Number(body['next_offset']);
+  }
+};
+
+/** Waits (at most DRAIN_SECONDS) until every delivery of the events committed since `fromMs` has had its first attempt. */
+const drain = async (url: string, ws: Workspace, receiver: SustainedReceiver, fromMs: number): Promise<ReceiverFigures> => {
+  const owed = (await eventsSince(url, ws, fromMs)) * SUBSCRIPTIONS;
+  for (let waited = 0; ; waited++) {
+    const figures = await receiver.figures();
+    if (waited >= DRAIN_SECONDS || figures.firstAttempts.filter(([committed]) => committed >= fromMs).length >= owed) return figures;
+    await sleep(1000);
+  }
+};
+
+export async function run(opts: { long: boolean }): Promise<Record<string, number | string>> {
+  const seconds = Number(process.env['BENCH_SECONDS'] ?? (opts.long ? 600 : 60));
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'bench-sustained-'));
+  const receiver = await startSustainedReceiver(RETRY_DELAY_MS);
+  const group = createProcessGroup({
+    ROLE: 'all',
+    DATA_DIR: dataDir,
+    ADMIN_TOKEN: ADMIN,
+    WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8',
+    WEBHOOK_RETRY_DELAYS: Array(5).fill(`${RETRY_DELAY_MS}ms`).join(','),
+    WEBHOOK_TIMEOUT_MS: '2000',
+    RATE_LIMIT_PER_KEY: '1000000000',
+    RATE_LIMIT_PER_IP: '1000000000',
+  });
+  try {
+    let service: RoleProcess = await group.start('service', {});
+    const ws = await setUp(service.url, receiver.url);
+    const ceilingPerS = await ceiling(service.url, ws);
+    const rate = Number(process.env['BENCH_RATE'] ?? Math.max(1, Math.floor(ceilingPerS / 2)));
+    console.error(`ceiling ${Math.round(ceilingPerS)} writes/s; sustaining ${rate} writes/s for ${seconds} s`);
+    // The set-up's and the ceiling's deliveries arrive before the measured run starts.
+    await drain(service.url, ws, receiver, 0);
+
+    const startedMs = Date.now();
+    let running = true;
+    const pollers = Array.from({ length: LONG_POLLERS }, () => longPoll(service.url, ws, () => running));
+    const latencies: number[] = [];
+    let failed = 0;
+    const inFlight = new Set<Promise<void>>();
+    let n = 0;
+    const start = performance.now();
+    for (let tick = 1; performance.now() < start + seconds * 1000; tick++) {
+      // Open loop: writes go out on schedule whether or not earlier ones were answered.
+      while (n < Math.floor((tick * TICK_MS * rate) / 1000)) {
+        const w = write(service.url, ws, ++n).then((ms) => (ms === null ? void failed++ : void latencies.push(ms)));
+        inFlight.add(w);
+        void w.finally(() => inFlight.delete(w));
+      }
+      await sleep(Math.max(0, start + tick * TICK_MS - performance.now()));
+    }
+    await Promise.all([...inFlight]);
+    const stoppedMs = Date.now();
+    const owed = (await eventsSince(service.url, ws, startedMs)) * SUBSCRIPTIONS;
+    const atStop = await receiver.figures();
+    const receivedInRun = atStop.firstAttempts.filter(([committed]) => committed >= startedMs).length;
+    running = false;
+    const polled = (await Promise.all(pollers)).reduce((a, b) => a + b, 0);
+    const end = await drain(service.url, ws, receiver, startedMs);
+
+    const inRun = end.firstAttempts.filter(([committed]) => committed >= startedMs && committed < stoppedMs);
+    const lag = quantiles(inRun.map(([committed, arrived]) => arrived - committed));
+    const perMinute = Array.from({ length: Math.ceil(seconds / 60) }, (_, m) =>
+      quantiles(inRun.filter(([committed]) => committed >= startedMs + m * 60_000 && committed < startedMs + (m + 1) * 60_000).map(([c, a]) => a - c)),
+    );
+    perMinute.forEach((q, m) => console.error(`minute ${m + 1}: commit → first attempt p50 ${q.p50} ms, p99 ${q.p99} ms (${q.n} deliveries)`));
+
+    // Start-up of the log the run left: stop, start again on the same folder, until /readyz answers.
+    service.kill('SIGTERM');
+    await service.exited;
+    const restarted = performance.now();
+    service = await group.start('restarted', {});
+    const startupMs = performance.now() - restarted;
+
+    const api = quantiles(latencies);
+    const retries = quantiles(end.retryLateMs);
+    return {
+      bench: 'sustained',
+      seconds,
+      ceiling_writes_per_s: Math.round(ceilingPerS),
+      writes_per_s: rate,
+      writes: latencies.length,
+      write_failures: failed,
+      first_attempt_p50_ms: lag.p50,
+      first_attempt_p99_ms: lag.p99,
+      first_attempt_p99_by_minute: perMinute.map((q) => q.p99).join(' '),
+      retry_late_p50_ms: retries.p50,
+      retry_late_p99_ms: retries.p99,
+      retries_measured: retries.n,
+      false_timeouts: end.falseFailures,
+      backlog_at_end: Math.max(0, owed - receivedInRun),
+      undelivered_after_drain: Math.max(0, owed - end.firstAttempts.filter(([c]) => c >= startedMs).length),
+      api_p50_ms: api.p50,
+      api_p99_ms: api.p99,
+      long_poll_items: polled,
+      startup_ms: Math.round(startupMs),
+    };
+  } finally {
+    await group.stopAll();
+    await receiver.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}

@@ -18,6 +18,7 @@ import {
   type SubscriptionCommand,
   type SubscriptionState,
 } from '../domain/subscription/subscription.js';
+import { SLOT_EVENTS } from '../domain/subscription/slots.js';
 import type { EventLog, RecordedEvent } from '../log/event-log.js';
 import type { SecretBox } from './secrets.js';
 
@@ -117,7 +118,23 @@ export const createSubscriptionDirectory = (log: EventLog, secrets: SecretBox, r
     }
   };
 
+  const forget = (id: string, workspaceId: string): void => {
+    const row = byWorkspace.get(workspaceId)?.get(id);
+    states.delete(id);
+    byWorkspace.get(workspaceId)?.delete(id);
+    if (row !== undefined) deletedListeners.forEach((listener) => listener(row));
+  };
+
   const apply = (event: RecordedEvent): void => {
+    // A DELETE appends the deletion marker, gives the slot back, then deletes the stream, marker
+    // included: a process tailing a shared log can read after the marker is gone. The slot's release
+    // stays in the log, and no live subscription holds a released slot.
+    if (event.type === SLOT_EVENTS.released) {
+      const id = String(event.data['subscription_id']);
+      const known = states.get(id);
+      if (known !== undefined) forget(id, known.state.workspaceId);
+      return;
+    }
     if (!event.stream.startsWith(STREAM_PREFIX)) return;
     const id = event.stream.slice(STREAM_PREFIX.length);
     const known = states.get(id);
@@ -129,17 +146,12 @@ export const createSubscriptionDirectory = (log: EventLog, secrets: SecretBox, r
     const rows = byWorkspace.get(state.workspaceId) ?? new Map<string, SubscriptionRow>();
     byWorkspace.set(state.workspaceId, rows);
     const row = secret === null ? undefined : rowOf(id, state, createdPosition, secret);
-    if (state.deleted) {
-      states.delete(id);
-      rows.delete(id);
-      if (row !== undefined) deletedListeners.forEach((listener) => listener(row));
-      return;
-    }
+    if (state.deleted) return forget(id, state.workspaceId);
     states.set(id, { state, createdPosition, secret });
     if (row !== undefined) rows.set(id, row);
   };
 
-  const runner = createProjectionRunner(log, { name: 'webhook-subscriptions', types: SUBSCRIPTION_EVENT_TYPES, checkpoint: () => 0, apply });
+  const runner = createProjectionRunner(log, { name: 'webhook-subscriptions', types: [...SUBSCRIPTION_EVENT_TYPES, SLOT_EVENTS.released], checkpoint: () => 0, apply });
 
   return {
     get: (workspaceId, id) => byWorkspace.get(workspaceId)?.get(id),

@@ -1,4 +1,5 @@
-// In-memory DocumentStore for the embedded mode: rebuilt from the log at every start (checkpoint 0).
+// In-memory DocumentStore (API servers without Redis, scripts/rebuild.ts, tests): rebuilt from the log
+// at every start (checkpoint 0).
 // Each partition keeps its keys in insertion order, which is creation (log) order.
 import type { DocumentProjection, DocumentStore, DocumentStores, EventRef, ListQuery, Page } from './tickets-store.js';
 

@@ -1,7 +1,9 @@
 // The document-store port behind the ticket, message and contact read models. A projection is pure:
 // which document an event touches and how it evolves; a store keeps documents with the checkpoint.
-// The embedded adapter is tickets-store-memory.ts (rebuilt from the log at start); the Redis adapter
-// (tickets-store-redis.ts) is the one store every API server of the distributed mode shares.
+// The embedded service keeps them in a SQLite file beside the log (tickets-store-sqlite.ts, resumed
+// from its checkpoints at start); the Redis adapter (tickets-store-redis.ts) is the one store every
+// API server of the distributed mode shares; tickets-store-memory.ts (rebuilt from the log at start)
+// serves API servers without Redis, the rebuild script and tests.
 import type { RecordedEvent } from '../src/log/event-log.js';
 
 export type ProjectedEvent = Pick<RecordedEvent, 'id' | 'type' | 'data' | 'workspaceId' | 'position' | 'stream' | 'revision'>;

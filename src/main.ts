@@ -1,6 +1,7 @@
 // Entry point: parse configuration, start the service, stop gracefully on SIGINT/SIGTERM.
 import { ConfigError, loadConfig } from './config/config.js';
 import { LogUnavailable } from './log/event-log.js';
+import { ReadModelsUnavailable } from '../projections/tickets-store-sqlite.js';
 import { startService, type Service } from './service.js';
 
 const main = async () => {
@@ -34,7 +35,7 @@ const main = async () => {
 };
 
 main().catch((error: unknown) => {
-  if (error instanceof ConfigError || error instanceof LogUnavailable) {
+  if (error instanceof ConfigError || error instanceof LogUnavailable || error instanceof ReadModelsUnavailable) {
     console.error(`cannot start: ${error.message}`);
   } else {
     console.error('cannot start:', error);

@@ -1,8 +1,12 @@
 // The composition root: the only module that knows which adapter runs behind each port.
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
+import { mkdirSync } from 'node:fs';
+import * as path from 'node:path';
+import type { DocumentStores } from '../projections/tickets-store.js';
 import { memoryDocumentStores } from '../projections/tickets-store-memory.js';
 import { createRedisDocumentStores } from '../projections/tickets-store-redis.js';
+import { openSqliteDocumentStores, READ_MODELS_FILE } from '../projections/tickets-store-sqlite.js';
 import { createWorkspaceDirectory } from '../projections/workspace-directory.js';
 import { createCommandHandler } from './app/command-handler.js';
 import type { Core, Feature, FeatureFactory } from './app/core.js';
@@ -55,22 +59,35 @@ const SHUTDOWN_GRACE_MS = 5_000;
 const KEY_CHANGES_PAGE = 100;
 
 /**
- * Shared state lives in Redis when REDIS_URL is set (distributed mode), in this process otherwise.
- * The ticket and contact read models go to Redis only for API servers: the embedded `all` role keeps
- * them in memory, and the other roles serve no tickets.
+ * The ticket, message and contact read models: the embedded `all` role keeps them in a SQLite file
+ * beside the log (resumed from its checkpoints at start, not rebuilt); API servers share them in Redis
+ * when REDIS_URL is set; anything else keeps them in memory, rebuilt at start (an API server without
+ * Redis, possibly one of several on a host, which could not share one file; the other roles serve no tickets).
  */
+const openDocumentStores = (config: Config): DocumentStores => {
+  if (config.role === 'all') {
+    mkdirSync(config.dataDir, { recursive: true });
+    return openSqliteDocumentStores({ file: path.join(config.dataDir, READ_MODELS_FILE) });
+  }
+  return config.role === 'api' && config.redisUrl !== null ? createRedisDocumentStores({ url: config.redisUrl }) : memoryDocumentStores;
+};
+
+/** Shared state lives in Redis when REDIS_URL is set (distributed mode), in this process otherwise. */
 const openSharedState = async (config: Config) =>
   config.redisUrl === null
-    ? { notifier: createMemoryNotifier(), rateLimiter: createMemoryRateLimiter({ windowMs: config.rateLimit.windowMs }), documents: memoryDocumentStores }
-    : {
-        notifier: await createRedisNotifier({ url: config.redisUrl }),
-        rateLimiter: createRedisRateLimiter({ url: config.redisUrl, windowMs: config.rateLimit.windowMs }),
-        documents: config.role === 'api' ? createRedisDocumentStores({ url: config.redisUrl }) : memoryDocumentStores,
-      };
+    ? { notifier: createMemoryNotifier(), rateLimiter: createMemoryRateLimiter({ windowMs: config.rateLimit.windowMs }) }
+    : { notifier: await createRedisNotifier({ url: config.redisUrl }), rateLimiter: createRedisRateLimiter({ url: config.redisUrl, windowMs: config.rateLimit.windowMs }) };
 
 export const startService = async (config: Config, options: ServiceOptions = {}): Promise<Service> => {
   const clock = options.clock ?? systemMicros;
   const log = await openRoleLog(config, clock);
+  let documents: DocumentStores;
+  try {
+    documents = openDocumentStores(config);
+  } catch (error) {
+    await log.close();
+    throw error;
+  }
   const handle = createCommandHandler(log, randomId);
   const directory = createWorkspaceDirectory();
   const directoryRunner = createProjectionRunner(log, { name: 'workspace-directory', types: directory.types, checkpoint: () => 0, apply: directory.apply });
@@ -85,6 +102,7 @@ export const startService = async (config: Config, options: ServiceOptions = {})
     directory,
     directorySettled: directoryRunner.waitFor,
     workspaces,
+    documents,
     ...(await openSharedState(config)),
   };
   const features: Feature[] = roleFeatures(core, FEATURES);

@@ -87,7 +87,7 @@ export const createTicketReadModels = (core: Core) => {
       core.documents.onReconnect(() => runners.forEach((runner) => runner.resume('its store is reachable again')));
       const startup = (async () => {
         for (const runner of runners) await runner.start();
-        // Serve reads only once the stores have caught up with the log (the embedded ones start empty).
+        // Serve reads only once the stores have caught up with the log (from their checkpoints, or empty).
         await settled(await core.log.headPosition());
         caughtUp = true;
       })();

@@ -1,6 +1,7 @@
 // Internal billing commands (/internal/v1, admin token): they stand in for the payment gateway and
-// the renewal scheduler, so every billing.* event can be produced end to end. A plan change is
-// mirrored onto the workspace, whose plan gates the knowledge base and the ticket quota.
+// the customer's plan choices, so every billing.* event can be produced end to end. Expiries act by
+// themselves (./clock.ts); POST renewals with trigger auto acts on a due expiry at once, as the clock
+// would, and trigger manual renews early. A plan change is mirrored onto the workspace (./commands.ts).
 import * as t from 'io-ts';
 import type { Core } from '../app/core.js';
 import { billingAggregate, billingStream, type BillingCommand, type BillingState } from '../domain/billing/billing.js';
@@ -9,8 +10,7 @@ import { business, notFound } from '../http/api-error.js';
 import type { RouteModule } from '../http/app.js';
 import type { ApiContext } from '../http/context.js';
 import { decode, text } from '../http/validation.js';
-
-const RENEWAL_PERIOD_MS = 30 * 24 * 3600 * 1000;
+import { runBillingCommand } from './commands.js';
 
 const Amount = t.refinement(t.number, (n) => Number.isFinite(n) && n > 0 && n < 1e12, 'positive amount');
 const Price = t.refinement(t.number, (n) => Number.isFinite(n) && n >= 0 && n < 1e12, 'price (>= 0)');
@@ -28,10 +28,6 @@ const view = (s: BillingState) => ({
   trial: s.trial,
 });
 
-/** The plan a billing event moves the workspace to, if it does. */
-const planAfter = (type: string, data: Record<string, unknown>): string | null =>
-  type === 'billing.plan_changed' || type === 'billing.plan_downgraded' ? String(data['new_plan']) : type === 'billing.subscription_set' ? String(data['plan']) : null;
-
 export const billingRoutes = (core: Core): RouteModule => {
   const Plan = t.keyof(Object.fromEntries(Object.keys(core.config.plans).map((p) => [p, null])) as Record<string, null>);
   const Subscription = t.intersection([
@@ -45,15 +41,8 @@ export const billingRoutes = (core: Core): RouteModule => {
   const run = async (ctx: ApiContext, command: BillingCommand) => {
     const workspaceId = String(ctx.params['workspace_id']);
     if (core.directory.workspace(workspaceId) === undefined) throw notFound('Workspace');
-    const result = await core.handle(billingAggregate, billingStream(workspaceId), workspaceId, command);
+    const result = await runBillingCommand(core, workspaceId, command);
     if (result._tag === 'Left') throw business(result.left);
-    for (const record of result.right.records) {
-      const plan = planAfter(record.type, record.data);
-      if (plan === null) continue;
-      const synced = await core.workspaces.run(workspaceId, { kind: 'set_plan', plan });
-      if (synced._tag === 'Left') throw business(synced.left);
-      await core.directorySettled(synced.right.records.at(-1)?.position ?? 0);
-    }
     ctx.body = { workspace_id: workspaceId, billing: view(result.right.state), events: result.right.records.map((r) => ({ type: r.type, data: r.data })) };
   };
 
@@ -85,7 +74,7 @@ export const billingRoutes = (core: Core): RouteModule => {
       });
       router.post(`${base}/renewals`, async (ctx: ApiContext) => {
         const { trigger } = decode(Renewal, ctx.request.body, 'body');
-        await run(ctx, { kind: 'renew', trigger, nowMs: Math.floor(core.clock() / 1000), periodMs: RENEWAL_PERIOD_MS, entryPlan: core.config.defaultPlan });
+        await run(ctx, { kind: 'renew', trigger, nowMs: Math.floor(core.clock() / 1000), periodMs: core.config.billing.periodMs, entryPlan: core.config.defaultPlan });
       });
     },
   };

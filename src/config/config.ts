@@ -28,6 +28,8 @@ export interface Config {
   readonly mediaMaxBytes: number;
   readonly plans: Readonly<Record<string, PlanLimits>>;
   readonly defaultPlan: string;
+  /** A paid plan's period: what a renewal adds to its expiry (BILLING_PERIOD). */
+  readonly billing: { readonly periodMs: number };
   readonly webhooks: {
     readonly retryDelaysMs: readonly number[];
     readonly timeoutMs: number;
@@ -83,14 +85,23 @@ const boolean = (env: Env, name: string, fallback: boolean): boolean => {
   throw new ConfigError(name, `expected true or false, got "${raw}"`);
 };
 
-const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+const DAY_MS = 86_400_000;
+/** A month is 30 days. */
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: DAY_MS, mo: 30 * DAY_MS };
 
-/** "30s" → 30000; units ms, s, m, h. */
+/** "30s" → 30000; units ms, s, m, h, d and mo (30 days). */
 export const parseDuration = (name: string, raw: string): number => {
-  const match = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/.exec(raw.trim());
+  const match = /^(\d+(?:\.\d+)?)(ms|s|mo|m|h|d)$/.exec(raw.trim());
   const unit = match?.[2];
-  if (match === null || unit === undefined) throw new ConfigError(name, `"${raw}" is not a duration like 500ms, 30s, 2m or 1h`);
+  if (match === null || unit === undefined) throw new ConfigError(name, `"${raw}" is not a duration like 500ms, 30s, 2m, 1h, 30d or 1mo`);
   return Math.round(Number(match[1]) * (UNIT_MS[unit] ?? 1));
+};
+
+/** One duration of at least `minMs` (and at most ten years). */
+const duration = (env: Env, name: string, fallback: string, minMs: number): number => {
+  const ms = parseDuration(name, present(env, name) ?? fallback);
+  if (ms < minMs || ms > 3650 * DAY_MS) throw new ConfigError(name, `expected a duration from ${minMs} ms to 3650d, got ${ms} ms`);
+  return ms;
 };
 
 const durations = (env: Env, name: string, fallback: string, count: number): number[] => {
@@ -211,6 +222,7 @@ export const loadConfig = (env: Env = process.env): Config => {
     mediaMaxBytes: integer(env, 'MEDIA_MAX_BYTES', 200 * 1024 * 1024, 1, 10 * 1024 ** 3),
     plans: planTable,
     defaultPlan: Object.keys(planTable)[0] as string,
+    billing: { periodMs: duration(env, 'BILLING_PERIOD', '1mo', 1000) },
     webhooks: {
       retryDelaysMs: durations(env, 'WEBHOOK_RETRY_DELAYS', '30s,2m,10m,1h,6h', 5),
       timeoutMs: integer(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 1, 600_000),
@@ -250,6 +262,7 @@ export const CONFIG_VARIABLES = [
   'RATE_LIMIT_WINDOW_MS',
   'MEDIA_MAX_BYTES',
   'PLANS',
+  'BILLING_PERIOD',
   'WEBHOOK_RETRY_DELAYS',
   'WEBHOOK_TIMEOUT_MS',
   'WEBHOOK_ALLOWED_NETWORKS',

@@ -5,7 +5,7 @@ import type * as t from 'io-ts';
 import { isRight } from 'fp-ts/lib/Either.js';
 import type { Aggregate, Decided } from '../../src/app/command-handler.js';
 import { EventData } from '../../src/domain/catalogue.js';
-import { billingAggregate, type BillingCommand, type BillingState } from '../../src/domain/billing/billing.js';
+import { billingAggregate, dueAt, type BillingCommand, type BillingState } from '../../src/domain/billing/billing.js';
 import { isPublicEventType } from '../../src/domain/event-types.js';
 import { operatorAggregate } from '../../src/domain/operator/operator.js';
 
@@ -116,6 +116,99 @@ describe('billing aggregate (unit)', () => {
 
   it('refuses a renewal without a paid plan', () => {
     expect(play<BillingState, BillingCommand>(billingAggregate, [renew('manual')]).error?.code).to.equal('VALIDATION_ERROR');
+  });
+});
+
+describe('billing aggregate at expiry, as the billing clock drives it (unit, fake clock)', () => {
+  const expiry = new Date(EXPIRY).toISOString();
+  const PERIOD = 30 * DAY;
+  /** The clock's command: at `nowMs`, acting on the named expiry. */
+  const tick = (nowMs: number, named = expiry): BillingCommand => ({ kind: 'renew', trigger: 'auto', nowMs, periodMs: PERIOD, entryPlan: 'free', expiry: named });
+  const iso = (ms: number) => new Date(ms).toISOString();
+
+  it('renewal: plan_renewed with exactly plan, amount, new_balance, expires_at and trigger auto', () => {
+    const { state, last } = play(billingAggregate, [pay('p', 75), subscribe(), tick(EXPIRY + 1500)]);
+    expect(last).to.deep.equal([{ type: 'billing.plan_renewed', data: { plan: 'team', amount: 30, new_balance: 45, expires_at: iso(EXPIRY + PERIOD), trigger: 'auto' } }]);
+    expect(state.expiresAt).to.equal(iso(EXPIRY + PERIOD));
+  });
+
+  it('acts once per expiry: the same expiry again, or an expiry that is no longer the plan\'s, decides nothing', () => {
+    expect(play(billingAggregate, [pay('p', 100), subscribe(), tick(EXPIRY), tick(EXPIRY + 10)]).last).to.deep.equal([]);
+    expect(play(billingAggregate, [pay('p', 100), subscribe(), tick(EXPIRY, iso(EXPIRY - DAY))]).last).to.deep.equal([]);
+    // Downgraded to the entry plan by the first attempt: a second one is a no-op, not an error.
+    const after = play(billingAggregate, [subscribe(), tick(EXPIRY), tick(EXPIRY + 10)]);
+    expect(after.error).to.equal(null);
+    expect(after.last).to.deep.equal([]);
+    // The next period's expiry acts in its turn.
+    expect(types(play(billingAggregate, [pay('p', 100), subscribe(), tick(EXPIRY), tick(EXPIRY + PERIOD, iso(EXPIRY + PERIOD))]).last)).to.deep.equal(['billing.plan_renewed']);
+  });
+
+  it('before its expiry, the named expiry decides nothing', () => {
+    expect(play(billingAggregate, [pay('p', 100), subscribe(), tick(EXPIRY - 1)]).last).to.deep.equal([]);
+  });
+
+  it('a late clock adds no drift; a plan found more than a period past its expiry starts a fresh period from now', () => {
+    const late = play(billingAggregate, [pay('p', 100), subscribe(), tick(EXPIRY + DAY)]).last;
+    expect(late[0]?.data).to.include({ expires_at: iso(EXPIRY + PERIOD) });
+    const down = EXPIRY + PERIOD + DAY;
+    const stale = play(billingAggregate, [pay('p', 100), subscribe(), tick(down)]).last;
+    expect(stale[0]?.data).to.include({ expires_at: iso(down + PERIOD) });
+  });
+
+  it('insufficient balance: balance_low (no trigger), subscription_expired, plan_downgraded, each with exactly its fields', () => {
+    const { state, last } = play(billingAggregate, [pay('p', 12.5), subscribe(), tick(EXPIRY)]);
+    expect(last).to.deep.equal([
+      { type: 'billing.balance_low', data: { plan: 'team', balance: 12.5, price: 30, shortfall: 17.5 } },
+      { type: 'billing.subscription_expired', data: { old_plan: 'team', reason: 'insufficient_balance', expired_at: expiry } },
+      { type: 'billing.plan_downgraded', data: { old_plan: 'team', new_plan: 'free', expires_at: null } },
+    ]);
+    expect(state).to.include({ balance: 12.5, paid: null, expiresAt: null });
+  });
+
+  it('auto-renew off with no next plan: subscription_expired auto_renew_disabled, then the downgrade; the balance is untouched', () => {
+    const { state, last } = play(billingAggregate, [pay('p', 100), subscribe({ autoRenew: false }), tick(EXPIRY)]);
+    expect(last).to.deep.equal([
+      { type: 'billing.subscription_expired', data: { old_plan: 'team', reason: 'auto_renew_disabled', expired_at: expiry } },
+      { type: 'billing.plan_downgraded', data: { old_plan: 'team', new_plan: 'free', expires_at: null } },
+    ]);
+    expect(state.balance).to.equal(100);
+  });
+
+  it('chosen next plan: plan_changed with amount and new_balance, no reason (auto-renew off does not matter)', () => {
+    const { state, last } = play(billingAggregate, [pay('p', 100), subscribe({ autoRenew: false, next: { plan: 'business', price: 80 } }), tick(EXPIRY)]);
+    expect(last).to.deep.equal([
+      { type: 'billing.plan_changed', data: { old_plan: 'team', new_plan: 'business', expires_at: iso(EXPIRY + PERIOD), amount: 80, new_balance: 20 } },
+    ]);
+    expect(state).to.deep.include({ balance: 20, paid: { plan: 'business', price: 80 }, next: null, expiresAt: iso(EXPIRY + PERIOD) });
+  });
+
+  it('chosen next plan unaffordable: balance_low names the next plan and its price, then expiry and downgrade', () => {
+    const { last } = play(billingAggregate, [pay('p', 50), subscribe({ next: { plan: 'business', price: 80 } }), tick(EXPIRY)]);
+    expect(last).to.deep.equal([
+      { type: 'billing.balance_low', data: { plan: 'business', balance: 50, price: 80, shortfall: 30 } },
+      { type: 'billing.subscription_expired', data: { old_plan: 'team', reason: 'insufficient_balance', expired_at: expiry } },
+      { type: 'billing.plan_downgraded', data: { old_plan: 'team', new_plan: 'free', expires_at: null } },
+    ]);
+  });
+
+  it('end of a trial: converted to the paid next plan (plan_changed with amount, new_balance and reason), else downgraded with a reason and no expiry event', () => {
+    const trial = subscribe({ trial: true, paid: { plan: 'team', price: 0 }, next: { plan: 'team', price: 30 } });
+    const converted = play(billingAggregate, [pay('p', 40), trial, tick(EXPIRY)]);
+    expect(converted.last).to.deep.equal([
+      { type: 'billing.plan_changed', data: { old_plan: 'team', new_plan: 'team', expires_at: iso(EXPIRY + PERIOD), amount: 30, new_balance: 10, reason: 'trial_converted' } },
+    ]);
+    expect(converted.state).to.include({ trial: false, balance: 10 });
+    const unpaid = play(billingAggregate, [pay('p', 10), trial, tick(EXPIRY)]);
+    expect(unpaid.last).to.deep.equal([{ type: 'billing.plan_downgraded', data: { old_plan: 'team', new_plan: 'free', expires_at: null, reason: 'trial_ended' } }]);
+    expect(play(billingAggregate, [subscribe({ trial: true }), tick(EXPIRY)]).last).to.deep.equal([
+      { type: 'billing.plan_downgraded', data: { old_plan: 'team', new_plan: 'free', expires_at: null, reason: 'trial_ended' } },
+    ]);
+  });
+
+  it('dueAt: the expiry of a paid plan, none on the entry plan', () => {
+    expect(dueAt(play(billingAggregate, [subscribe()]).state)).to.equal(expiry);
+    expect(dueAt(play(billingAggregate, [subscribe(), tick(EXPIRY)]).state)).to.equal(null);
+    expect(dueAt(billingAggregate.initial)).to.equal(null);
   });
 });
 

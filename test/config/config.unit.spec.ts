@@ -21,6 +21,16 @@ describe('configuration', () => {
     expect(parseDuration('X', '1.5s')).to.equal(1500);
     expect(parseDuration('X', '2m')).to.equal(120_000);
     expect(parseDuration('X', '6h')).to.equal(21_600_000);
+    expect(parseDuration('X', '30d')).to.equal(30 * 86_400_000);
+    expect(parseDuration('X', '1mo')).to.equal(30 * 86_400_000);
+  });
+
+  it('takes the billing period from BILLING_PERIOD: one month (30 days) by default, seconds for tests', () => {
+    expect(loadConfig({}).billing).to.deep.equal({ periodMs: 30 * 86_400_000 });
+    expect(loadConfig({ BILLING_PERIOD: '30s' }).billing.periodMs).to.equal(30_000);
+    expect(loadConfig({ BILLING_PERIOD: '10m' }).billing.periodMs).to.equal(600_000);
+    expect(loadConfig({ BILLING_PERIOD: '1h' }).billing.periodMs).to.equal(3_600_000);
+    expect(loadConfig({ BILLING_PERIOD: '2mo' }).billing.periodMs).to.equal(60 * 86_400_000);
   });
 
   const refuses = (env: Record<string, string>, variable: string) => {
@@ -42,6 +52,9 @@ describe('configuration', () => {
     refuses({ PLANS: 'free:ten:false' }, 'PLANS');
     refuses({ WEBHOOK_SECRET_KEY: 'short' }, 'WEBHOOK_SECRET_KEY');
     refuses({ HTTP_HEADERS_TIMEOUT_MS: '99' }, 'HTTP_HEADERS_TIMEOUT_MS');
+    refuses({ BILLING_PERIOD: 'monthly' }, 'BILLING_PERIOD');
+    refuses({ BILLING_PERIOD: '500ms' }, 'BILLING_PERIOD');
+    refuses({ BILLING_PERIOD: '0s' }, 'BILLING_PERIOD');
     refuses({ HTTP_HEADERS_TIMEOUT_MS: '6000', HTTP_REQUEST_TIMEOUT_MS: '5000' }, 'HTTP_HEADERS_TIMEOUT_MS');
   });
 

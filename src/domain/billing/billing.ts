@@ -34,11 +34,29 @@ export type BillingCommand =
   | { readonly kind: 'subscribe'; readonly paid: PricedPlan; readonly expiresAt: string; readonly autoRenew: boolean; readonly next: PricedPlan | null; readonly trial: boolean }
   | { readonly kind: 'receive_payment'; readonly payment: Omit<EventDataOf<'billing.payment_received'>, 'new_balance'> }
   | { readonly kind: 'fail_payment'; readonly payment: EventDataOf<'billing.payment_failed'> }
-  | { readonly kind: 'renew'; readonly trigger: 'auto' | 'manual'; readonly nowMs: number; readonly periodMs: number; readonly entryPlan: string };
+  | {
+      readonly kind: 'renew';
+      readonly trigger: 'auto' | 'manual';
+      readonly nowMs: number;
+      readonly periodMs: number;
+      readonly entryPlan: string;
+      /**
+       * The expiry this attempt acts on (the billing clock names it): once that expiry has been acted
+       * on, or the plan changed, the state's expiry differs and the command decides nothing. So a
+       * second attempt at the same expiry (a retry, a restart, another process) is a no-op.
+       */
+      readonly expiry?: string;
+    };
 
 const initial: BillingState = { balance: 0, currency: null, paid: null, expiresAt: null, autoRenew: true, next: null, trial: false, payments: [] };
 
 export const money = (amount: number): number => Math.round(amount * 100) / 100;
+
+/** When the paid plan ends (ISO 8601), or null on the entry plan: what the billing clock waits for. */
+export const dueAt = (state: BillingState): string | null => (state.paid === null ? null : state.expiresAt);
+
+/** The events that move a plan's expiry (what the billing clock's due-list follows). */
+export const EXPIRY_EVENT_TYPES: readonly string[] = [SUBSCRIPTION_SET, 'billing.plan_renewed', 'billing.plan_changed', 'billing.plan_downgraded'];
 
 const onEntryPlan = (state: BillingState): BillingState => ({ ...state, paid: null, expiresAt: null, next: null, trial: false });
 
@@ -84,7 +102,11 @@ const invalid = (message: string, detail: Record<string, string>): Either<Domain
 
 /** The decision when a paid plan ends: renew, switch to the next plan, or fall back to the entry plan. */
 const atExpiry = (state: BillingState, paid: PricedPlan, command: Extract<BillingCommand, { kind: 'renew' }>, expiresAt: string): Decided[] => {
-  const nextExpiry = new Date(command.nowMs + command.periodMs).toISOString();
+  // The next period starts at the expiry, so a clock that acts late adds no drift; a plan found more
+  // than a period past its expiry (the service was down) starts a fresh period now instead of
+  // charging for time gone by.
+  const expiredMs = Date.parse(expiresAt);
+  const nextExpiry = new Date((command.nowMs - expiredMs < command.periodMs ? expiredMs : command.nowMs) + command.periodMs).toISOString();
   const downgrade = (reason?: string) =>
     event({ type: 'billing.plan_downgraded', data: { old_plan: paid.plan, new_plan: command.entryPlan, expires_at: null, ...(reason === undefined ? {} : { reason }) } });
   const unaffordable = (plan: PricedPlan) => [
@@ -128,6 +150,8 @@ const decide: Aggregate<BillingState, BillingCommand>['decide'] = (command, stat
       return right(state.payments.includes(command.payment.payment_id) ? [] : [event({ type: 'billing.payment_failed', data: command.payment })]);
     case 'renew': {
       const { paid, expiresAt } = state;
+      // Named expiry already acted on (renewed, changed, or downgraded to the entry plan): nothing to do.
+      if (command.expiry !== undefined && command.expiry !== dueAt(state)) return right([]);
       if (paid === null || expiresAt === null) return invalid('The workspace has no paid plan to renew', { field: 'plan', reason: 'entry_plan' });
       if (command.trigger === 'auto') return right(command.nowMs < Date.parse(expiresAt) ? [] : atExpiry(state, paid, command, expiresAt));
       if (state.balance < paid.price) {

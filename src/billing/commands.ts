@@ -1,0 +1,25 @@
+// Running a billing command, for the internal routes and the billing clock alike: the billing stream
+// decides, then a plan change is mirrored onto the workspace, whose plan gates the knowledge base
+// and the ticket quota.
+import type { Either } from 'fp-ts/lib/Either.js';
+import type { Core } from '../app/core.js';
+import type { CommandResult } from '../app/command-handler.js';
+import { billingAggregate, billingStream, SUBSCRIPTION_SET, type BillingCommand, type BillingState } from '../domain/billing/billing.js';
+import type { DomainError } from '../domain/errors.js';
+
+/** The plan a billing event moves the workspace to, if it does. */
+const planAfter = (type: string, data: Record<string, unknown>): string | null =>
+  type === 'billing.plan_changed' || type === 'billing.plan_downgraded' ? String(data['new_plan']) : type === SUBSCRIPTION_SET ? String(data['plan']) : null;
+
+export const runBillingCommand = async (core: Core, workspaceId: string, command: BillingCommand): Promise<Either<DomainError, CommandResult<BillingState>>> => {
+  const result = await core.handle(billingAggregate, billingStream(workspaceId), workspaceId, command);
+  if (result._tag === 'Left') return result;
+  for (const record of result.right.records) {
+    const plan = planAfter(record.type, record.data);
+    if (plan === null) continue;
+    const synced = await core.workspaces.run(workspaceId, { kind: 'set_plan', plan });
+    if (synced._tag === 'Left') return synced;
+    await core.directorySettled(synced.right.records.at(-1)?.position ?? 0);
+  }
+  return result;
+};

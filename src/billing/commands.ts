@@ -6,10 +6,25 @@ import type { Core } from '../app/core.js';
 import type { CommandResult } from '../app/command-handler.js';
 import { billingAggregate, billingStream, SUBSCRIPTION_SET, type BillingCommand, type BillingState } from '../domain/billing/billing.js';
 import type { DomainError } from '../domain/errors.js';
+import { workspaceStream } from '../domain/workspace/workspace.js';
 
 /** The plan a billing event moves the workspace to, if it does. */
-const planAfter = (type: string, data: Record<string, unknown>): string | null =>
+export const planAfter = (type: string, data: Record<string, unknown>): string | null =>
   type === 'billing.plan_changed' || type === 'billing.plan_downgraded' ? String(data['new_plan']) : type === SUBSCRIPTION_SET ? String(data['plan']) : null;
+
+/**
+ * Mirrors `plan`, which the billing event at `position` chose, onto the workspace unless the workspace
+ * plan was set after that event (an admin's later choice stands). For a process that stopped between
+ * the billing append and its mirror: the next start repairs it.
+ */
+export const repairPlanMirror = async (core: Core, workspaceId: string, plan: string, position: number): Promise<void> => {
+  const row = core.directory.workspace(workspaceId);
+  if (row === undefined || row.plan === plan) return;
+  const lastSet = (await core.log.readStream(workspaceStream(workspaceId))).findLast((e) => e.type === 'workspace.plan_set' || e.type === 'workspace.created');
+  if (lastSet !== undefined && lastSet.position > position) return;
+  const synced = await core.workspaces.run(workspaceId, { kind: 'set_plan', plan });
+  if (synced._tag === 'Left') throw new Error(`${synced.left.code}: ${synced.left.message}`);
+};
 
 export const runBillingCommand = async (core: Core, workspaceId: string, command: BillingCommand): Promise<Either<DomainError, CommandResult<BillingState>>> => {
   const result = await core.handle(billingAggregate, billingStream(workspaceId), workspaceId, command);

@@ -9,7 +9,7 @@ import type { Core, FeatureFactory } from '../app/core.js';
 import { createProjectionRunner } from '../app/projection-runner.js';
 import { billingAggregate, dueAt, EXPIRY_EVENT_TYPES, type BillingState } from '../domain/billing/billing.js';
 import { createBillingClock, type BillingClock } from './clock.js';
-import { runBillingCommand } from './commands.js';
+import { planAfter, repairPlanMirror, runBillingCommand } from './commands.js';
 import { billingRoutes } from './routes.js';
 import { operatorRoutes } from './operator-routes.js';
 
@@ -26,6 +26,9 @@ const billingClockOf = (core: Core) => {
   });
   // Only the expiry-moving events are read, so each state here knows its plan and expiry, not its balance.
   const states = new Map<string, BillingState>();
+  /** The last plan each workspace's billing chose in the log as it was at start, and where. */
+  const chosen = new Map<string, { readonly plan: string; readonly position: number }>();
+  let caughtUp = false;
   const runner = createProjectionRunner(core.log, {
     name: 'billing-clock',
     types: EXPIRY_EVENT_TYPES,
@@ -34,6 +37,8 @@ const billingClockOf = (core: Core) => {
       const state = billingAggregate.evolve(states.get(event.workspaceId) ?? billingAggregate.initial, event);
       states.set(event.workspaceId, state);
       clock.set(event.workspaceId, dueAt(state));
+      const plan = planAfter(event.type, event.data);
+      if (plan !== null && !caughtUp) chosen.set(event.workspaceId, { plan, position: event.position });
     },
   });
   return {
@@ -41,6 +46,13 @@ const billingClockOf = (core: Core) => {
       await runner.start();
       // Expiries passed while the service was down are due at once, decided on the whole history.
       await runner.waitFor(await core.log.headPosition());
+      // A process that stopped between a billing append and its mirror onto the workspace left the
+      // workspace on the old plan: repaired here, at the next start of any process.
+      for (const [workspaceId, { plan, position }] of chosen) {
+        await repairPlanMirror(core, workspaceId, plan, position).catch((error: unknown) => console.error(`billing: plan of workspace ${workspaceId}:`, error));
+      }
+      caughtUp = true;
+      chosen.clear();
       clock.start();
     },
     async stop() {

@@ -8,10 +8,11 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type * as t from 'io-ts';
+import { billingAggregate, billingStream } from '../../src/domain/billing/billing.js';
 import { EventData } from '../../src/domain/catalogue.js';
 import { isPublicEventType } from '../../src/domain/event-types.js';
 import { startReceiver, type Receiver } from '../support/receiver.js';
-import { startTestService, type TestService, type TestWorkspace } from '../support/server.js';
+import { call, startTestService, type TestService, type TestWorkspace } from '../support/server.js';
 
 const BILLING_TYPES = ['billing.plan_renewed', 'billing.plan_changed', 'billing.plan_downgraded', 'billing.balance_low', 'billing.subscription_expired'];
 
@@ -199,6 +200,35 @@ describe('billing clock (e2e)', function () {
         // Nothing more once on the entry plan.
         await sleep(1200);
         expect(await clockEvents(second, ws.workspaceId)).to.have.length(5);
+      } finally {
+        await second.close();
+      }
+    } finally {
+      await first.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('a plan change whose mirror onto the workspace a crash cut off is mirrored at the next start, unless the admin set a plan since', async () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'sp-billing-clock-'));
+    const first = await startTestService({}, { dataDir });
+    try {
+      const [cut, overridden] = [await first.createWorkspace('free'), await first.createWorkspace('free')];
+      const past = Date.now() - 1000;
+      for (const ws of [cut, overridden]) {
+        // The billing stream alone, as if the process died after its append and before the mirror.
+        const command = { kind: 'subscribe', paid: { plan: 'team', price: 30 }, expiresAt: iso(past + 3_600_000), autoRenew: true, next: null, trial: false } as const;
+        const set = await first.service.core.handle(billingAggregate, billingStream(ws.workspaceId), ws.workspaceId, command);
+        expect(set._tag).to.equal('Right');
+      }
+      expect((await first.admin('PATCH', `/admin/v1/workspaces/${overridden.workspaceId}`, { plan: 'business' })).status).to.equal(200);
+      await first.close();
+
+      const second = await startTestService({}, { dataDir });
+      try {
+        expect(second.service.core.directory.workspace(cut.workspaceId)?.plan).to.equal('team');
+        expect(second.service.core.directory.workspace(overridden.workspaceId)?.plan).to.equal('business');
+        expect((await call(`${second.url}/api/v1/articles`, 'GET', cut.apiKey)).status).to.equal(200);
       } finally {
         await second.close();
       }

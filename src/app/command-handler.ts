@@ -16,6 +16,7 @@ import { WrongExpectedRevision, type EventLog, type JsonObject, type NewEvent, t
 import type { IdSource } from '../shared/ids.js';
 import { createFifoCache, type FifoCache } from './fifo-cache.js';
 import { currentClaim, nextStep } from './request-claim.js';
+import { requestWrites, type RequestWrites } from './request-writes.js';
 
 /** An event as the domain decides it: type and data; ids and the stream are the handler's business. */
 export interface Decided {
@@ -60,6 +61,8 @@ interface Pending {
   readonly workspaceId: string;
   /** The idempotency claim of the request that issued the command and its step (recorded on its events). */
   readonly claim: { readonly id: string; readonly step: number } | undefined;
+  /** Marked once the command's events are appended (app/request-writes.ts). */
+  readonly writes: RequestWrites | undefined;
   readonly command: unknown;
   readonly resolve: (result: Either<DomainError, CommandResult<unknown>>) => void;
   readonly reject: (error: unknown) => void;
@@ -137,6 +140,7 @@ export const createCommandHandler = (log: EventLog, newId: IdSource, cache?: Sta
       if ('bug' in outcome) outcome.pending.reject(outcome.bug);
       else if ('refused' in outcome) outcome.pending.resolve(outcome.refused);
       else {
+        if (outcome.pending.writes !== undefined && outcome.events.length > 0) outcome.pending.writes.wrote = true;
         outcome.pending.resolve({ _tag: 'Right', right: { state: outcome.state, records: records.slice(next, next + outcome.events.length) } });
         next += outcome.events.length;
       }
@@ -196,7 +200,7 @@ export const createCommandHandler = (log: EventLog, newId: IdSource, cache?: Sta
       const claim = currentClaim();
       // Steps are counted when the command is issued, so they follow the request's own order.
       const step = claim === undefined ? undefined : { id: claim.id, step: nextStep(claim, stream) };
-      const pending = { aggregate, workspaceId, claim: step, command, resolve, reject } as unknown as Pending;
+      const pending = { aggregate, workspaceId, claim: step, writes: requestWrites(), command, resolve, reject } as unknown as Pending;
       if (claim?.resumed !== true) return enqueue(stream, pending);
       appendedBefore(pending, stream).then(
         (done) => (done === null ? enqueue(stream, pending) : resolve({ _tag: 'Right', right: done as CommandResult<S> })),

@@ -2,6 +2,7 @@
 // stores; a write route awaits `settled(position)` so the caller reads its own write. Where the
 // stores are out of reach (Redis down, in the distributed mode), reads and commands are refused with
 // 503 SERVICE_UNAVAILABLE before anything is written, rather than hang or half-succeed.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { createProjectionRunner, type ProjectionRunner } from '../app/projection-runner.js';
 import type { Core } from '../app/core.js';
 import { domainError } from '../domain/errors.js';
@@ -44,6 +45,9 @@ const checkpointIn = async <D>(log: EventLog, store: DocumentStore<D>, name: str
   return 0;
 };
 
+/** How often a wait for the read models to apply a write looks whether their store is still reachable. */
+const AVAILABILITY_CHECK_MS = 50;
+
 /** How long a starting server waits for an unreachable store before it serves without it (503s). */
 const CONNECT_WAIT_MS = 3_000;
 
@@ -66,8 +70,16 @@ export const createTicketReadModels = (core: Core) => {
   const messages = runnerOf(TICKET_PROJECTIONS.messages);
   const contacts = runnerOf(TICKET_PROJECTIONS.contacts);
   const runners = [tickets.runner, messages.runner, contacts.runner];
-  const settled = async (position: number): Promise<void> => {
+  /** Resolves once every read model has applied `position`; 503 once the stores are out of reach (the wait would not end). */
+  const applied = async (position: number): Promise<void> => {
     await Promise.all(runners.map((r) => r.waitFor(position)));
+  };
+  const settled = async (position: number): Promise<void> => {
+    const done = applied(position).then(() => true);
+    for (;;) {
+      if (await Promise.race([done, sleep(AVAILABILITY_CHECK_MS).then(() => false)])) return;
+      if (!available()) throw unavailable();
+    }
   };
   return {
     settled,
@@ -88,7 +100,7 @@ export const createTicketReadModels = (core: Core) => {
       const startup = (async () => {
         for (const runner of runners) await runner.start();
         // Serve reads only once the stores have caught up with the log (from their checkpoints, or empty).
-        await settled(await core.log.headPosition());
+        await applied(await core.log.headPosition());
         caughtUp = true;
       })();
       if (await core.documents.connected(CONNECT_WAIT_MS)) return startup;

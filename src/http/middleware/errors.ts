@@ -2,6 +2,7 @@
 // business envelope; their stack goes to the log, never to the client.
 import type Koa from 'koa';
 import { StreamContended } from '../../app/command-handler.js';
+import { recordingWrites } from '../../app/request-writes.js';
 import { ApiFailure, type ApiError } from '../api-error.js';
 
 const bodyOf = (error: ApiError, requestId: string): { status: number; body: unknown } => {
@@ -46,10 +47,27 @@ export const renderFailure = (ctx: Koa.Context, caught: unknown): void => {
   for (const [name, value] of Object.entries(failure?.headers ?? {})) ctx.set(name, value);
 };
 
+/** What a failure that would be a 503 becomes once the request has written something. */
+const writtenThenFailed = new ApiFailure({
+  kind: 'business',
+  status: 500,
+  code: 'INTERNAL_ERROR',
+  message: 'The request was carried out in part or in whole, then failed: read the resources it concerns to see what was done',
+  detail: null,
+});
+
 export const errors = (): Koa.Middleware => async (ctx, next) => {
+  const writes = { wrote: false };
   try {
-    await next();
+    await recordingWrites(writes, next);
   } catch (caught) {
     renderFailure(ctx, caught);
+    // A 503 tells the client nothing was written (its store went away after the write, or a later
+    // append lost its races). A keyed request is answered inside the idempotency middleware, where
+    // the 503 stands: its retry under the same key resumes it.
+    if (ctx.status === 503 && writes.wrote) {
+      ctx.remove('Retry-After');
+      renderFailure(ctx, writtenThenFailed);
+    }
   }
 };

@@ -59,6 +59,8 @@ CREATE TABLE stores (
 const BATCH = 5_000;
 /** How long checkpoint() refuses after a failed write, so runners retry once a second. */
 const RETRY_MS = 1_000;
+/** WAL pages between checkpoints (4 KiB each): the WAL file stays under ~64 MB. */
+const WAL_PAGES = 16_384;
 /** Page cache per connection, in KiB (negative cache_size): the memory the read models use. */
 const CACHE_KIB = 16_384;
 
@@ -121,6 +123,10 @@ const openDatabase = (file: string): Database.Database => {
     db.transaction(() => prepareFile(db)).immediate();
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = NORMAL');
+    // NORMAL fsyncs at each WAL checkpoint only: every WAL_PAGES pages, not the default 1000 (a
+    // rebuild of 200k events took twice as long with it, waiting on those fsyncs).
+    db.pragma(`wal_autocheckpoint = ${WAL_PAGES}`);
+    db.pragma(`journal_size_limit = ${WAL_PAGES * 4096}`);
     db.pragma(`cache_size = -${CACHE_KIB}`);
     return db;
   } catch (error) {

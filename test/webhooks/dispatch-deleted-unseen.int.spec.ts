@@ -28,6 +28,8 @@ describe('dispatcher: a subscription deleted behind its directory (int, SQLite)'
   let dispatcher: Dispatcher;
   const sent: DeliveryRequest[] = [];
   let n = 0;
+  /** Set once the directory has applied the deletion (the second case). */
+  let deletedInDirectory = false;
 
   /** A public event of the workspace, as the bus hands it over. */
   const publicEvent = async (): Promise<RecordedEvent> => {
@@ -53,13 +55,14 @@ describe('dispatcher: a subscription deleted behind its directory (int, SQLite)'
     };
     // The directory that missed the marker: it keeps the subscription whatever the log says.
     const directory: SubscriptionDirectory = {
-      get: (ws, id) => (ws === WORKSPACE && id === SUBSCRIPTION ? row : undefined),
+      get: (ws, id) => (ws === WORKSPACE && id === SUBSCRIPTION && !deletedInDirectory ? row : undefined),
       workspaceOf: (id) => (id === SUBSCRIPTION ? WORKSPACE : undefined),
       matching: (ws) => (ws === WORKSPACE ? [row] : []),
       list: (ws) => (ws === WORKSPACE ? [row] : []),
       waitFor: async () => undefined,
     };
     sent.length = 0;
+    deletedInDirectory = false;
     dispatcher = createDispatcher({
       log,
       subscriptions: directory,
@@ -92,5 +95,18 @@ describe('dispatcher: a subscription deleted behind its directory (int, SQLite)'
     expect(sent, 'deliveries after the deletion').to.have.length(1);
     // Nor is the deleted subscription's delivery history written again.
     expect(await log.readStream(deliveryStream(SUBSCRIPTION))).to.deep.equal([]);
+  });
+
+  it('sends nothing when the deletion is applied while an attempt is being prepared', async () => {
+    // The attempt looks the subscription up, then reads its stream: the DELETE lands in between.
+    const readStream = log.readStream.bind(log);
+    log.readStream = async (stream, from) => {
+      const events = await readStream(stream, from);
+      if (stream === subscriptionStream(SUBSCRIPTION)) deletedInDirectory = true;
+      return events;
+    };
+    await dispatcher.fanOut(await publicEvent());
+    await settle(300);
+    expect(sent, 'deliveries after the deletion was applied').to.have.length(0);
   });
 });

@@ -277,6 +277,11 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
     p.inFlight = body !== null;
     if (body === null) return settle(cancel(p, 'event_deleted'), p.delivery.id);
     p.body = body;
+    // A DELETE answered while this attempt was being prepared: nothing goes out after it.
+    if (existing(p.workspaceId, row.id) === undefined) {
+      p.inFlight = false;
+      return settle(dispatcher.subscriptionDeleted(row.id), p.delivery.id);
+    }
     const attempt = p.delivery.attempt + 1;
     const outcome = await sender.send({ url: row.url, body, eventType: p.delivery.eventType, deliveryId: p.delivery.id, attempt, secret: row.secret });
     p.inFlight = false;

@@ -8,19 +8,18 @@ import { memoryDocumentStores } from '../projections/tickets-store-memory.js';
 import { createRedisDocumentStores } from '../projections/tickets-store-redis.js';
 import { openSqliteDocumentStores, READ_MODELS_FILE } from '../projections/tickets-store-sqlite.js';
 import { createWorkspaceDirectory } from '../projections/workspace-directory.js';
-import { createCommandHandler } from './app/command-handler.js';
 import type { Core, Feature, FeatureFactory } from './app/core.js';
 import { createFreshRead } from './app/fresh-read.js';
 import { createProjectionRunner } from './app/projection-runner.js';
-import { resourceId } from './app/request-claim.js';
-import { createWorkspaceCommands } from './app/workspaces.js';
+import { logCore } from './app/log-core.js';
 import type { Config } from './config/config.js';
-import { isoMicros } from './domain/envelope.js';
 import { createHttpApp, type RegisteredRoute } from './http/app.js';
 import { adminRoutes } from './http/routes/admin.js';
 import { metricsRoutes } from './metrics/routes.js';
 import { createHttpServer } from './http/server.js';
 import { systemMicros, type MicrosClock } from './log/clock.js';
+import type { EventLog } from './log/event-log.js';
+import { holdInstanceLock, type InstanceLock } from './log/instance-lock.js';
 import { openRoleLog, roleFeatures } from './bus/roles.js';
 import { createMemoryRateLimiter } from './ratelimit/memory.js';
 import { createRedisRateLimiter } from './ratelimit/redis.js';
@@ -32,6 +31,7 @@ import { mediaFeature } from './media/feature.js';
 import { articlesFeature } from './articles/feature.js';
 import { billingFeature } from './billing/feature.js';
 import { webhooksWithDeliveryFeature } from './webhooks/dispatch/feature.js';
+import { dispatcherThreadOf, type DispatcherThread } from './webhooks/dispatch/thread.js';
 import { createTicketsFeature } from './tickets/feature.js';
 
 export interface Service {
@@ -43,10 +43,13 @@ export interface Service {
   readonly firstApiKey: { readonly workspaceId: string; readonly apiKey: string } | null;
   /** Every route the server registered, on every surface. */
   readonly routes: readonly RegisteredRoute[];
+  /** The embedded role's webhook delivery engine, in its worker thread (null in the other roles). */
+  readonly dispatcherThread: DispatcherThread | null;
   close(): Promise<void>;
 }
 
 export interface ServiceOptions {
+  /** The main thread's clock (the embedded role's dispatcher thread keeps the system's). */
   readonly clock?: MicrosClock;
   /** Create a first workspace when the log has none (npm start does; tests usually use the admin API). */
   readonly bootstrapWorkspace?: boolean;
@@ -78,30 +81,40 @@ const openSharedState = async (config: Config) =>
     ? { notifier: createMemoryNotifier(), rateLimiter: createMemoryRateLimiter({ windowMs: config.rateLimit.windowMs }) }
     : { notifier: await createRedisNotifier({ url: config.redisUrl }), rateLimiter: createRedisRateLimiter({ url: config.redisUrl, windowMs: config.rateLimit.windowMs }) };
 
+/** The embedded role shares its log with its dispatcher thread: this keeps a second one off the data folder. */
+const holdDataDir = (config: Config): InstanceLock => {
+  if (config.role !== 'all') return { release: () => undefined };
+  mkdirSync(config.dataDir, { recursive: true });
+  return holdInstanceLock(config.dataDir);
+};
+
 export const startService = async (config: Config, options: ServiceOptions = {}): Promise<Service> => {
   const clock = options.clock ?? systemMicros;
-  const log = await openRoleLog(config, clock);
+  const instance = holdDataDir(config);
+  let log: EventLog;
   let documents: DocumentStores;
+  try {
+    log = await openRoleLog(config, clock);
+  } catch (error) {
+    instance.release();
+    throw error;
+  }
   try {
     documents = openDocumentStores(config);
   } catch (error) {
     await log.close();
+    instance.release();
     throw error;
   }
-  const handle = createCommandHandler(log, randomId);
+  const base = logCore(log, clock);
+  const { handle, workspaces } = base;
   const directory = createWorkspaceDirectory();
   const directoryRunner = createProjectionRunner(log, { name: 'workspace-directory', types: directory.types, checkpoint: () => 0, apply: directory.apply });
-  const workspaces = createWorkspaceCommands(handle, randomId, () => isoMicros(clock()));
   const core: Core = {
+    ...base,
     config,
-    log,
-    clock,
-    newId: randomId,
-    resourceId: (kind) => resourceId(kind, randomId),
-    handle,
     directory,
     directorySettled: directoryRunner.waitFor,
-    workspaces,
     documents,
     ...(await openSharedState(config)),
   };
@@ -168,6 +181,7 @@ export const startService = async (config: Config, options: ServiceOptions = {})
     await core.rateLimiter.close();
     await core.documents.close();
     await log.close();
+    instance.release();
   };
 
   return {
@@ -176,6 +190,7 @@ export const startService = async (config: Config, options: ServiceOptions = {})
     server,
     firstApiKey,
     routes,
+    dispatcherThread: dispatcherThreadOf(features),
     close: () => (closing ??= close()),
   };
 };

@@ -1,5 +1,7 @@
 // What each process role (config.role, env ROLE) runs, for the composition root:
-//   all         embedded: every feature, the webhook engine fed by a log tail (unchanged)
+//   all         embedded: every feature; the webhook delivery engine runs in a worker thread of the
+//               process, fed by a tail of the log (src/webhooks/dispatch/thread.ts), and the HTTP
+//               features record manual retries in the log for it, as the api role does
 //   api         every HTTP feature, without the webhook delivery engine (its routes read the delivery
 //               history from the log and record manual retries there) and the feed publisher
 //   relay       the relay log → Kafka (and the EventStoreDB sequencer) and the feed publisher (the one
@@ -20,6 +22,7 @@ import { feedPublisherFeature } from '../updates/feature.js';
 import { webhooksWithDelivery, webhooksWithDeliveryFeature } from '../webhooks/dispatch/feature.js';
 import { createRedisRetrySchedule } from '../webhooks/dispatch/retry-schedule/redis.js';
 import { deliveryHistoryFromLog } from '../webhooks/dispatch/history.js';
+import { createDispatcherThread } from '../webhooks/dispatch/thread.js';
 import { createWebhooksFeature } from '../webhooks/feature.js';
 import { createLogCheckpoint } from './checkpoint.js';
 import { createKafka } from './kafka.js';
@@ -28,15 +31,19 @@ import { createKafkaSource } from './webhook-source.js';
 
 /**
  * The role's log: EventStoreDB when EVENTSTORE_URL is set (the sequencer runs in relay or all), else
- * the SQLite file, shared by the processes of one host unless the role is the embedded `all`.
+ * the SQLite file, shared by the processes of one host, and by the embedded role's two threads (one
+ * embedded service per data folder is kept by src/log/instance-lock.ts).
  */
 export const openRoleLog = async (config: Config, clock: MicrosClock): Promise<EventLog> => {
   if (config.eventstoreUrl !== null) {
     return openEventStoreDbLog({ connectionString: config.eventstoreUrl, sequencer: config.role === 'relay' || config.role === 'all', clock });
   }
   fs.mkdirSync(config.dataDir, { recursive: true });
-  return openSqliteLog({ file: path.join(config.dataDir, 'events.sqlite'), clock, shared: config.role !== 'all' });
+  return openSqliteLog({ file: path.join(config.dataDir, 'events.sqlite'), clock, shared: true });
 };
+
+/** The log of the embedded role's dispatcher thread: its own connection, never the sequencer. */
+export const openDispatcherLog = (config: Config, clock: MicrosClock): Promise<EventLog> => openRoleLog({ ...config, role: 'dispatcher' }, clock);
 
 // A claim outlives one attempt (at most the timeout) and its recording; then another dispatcher takes it.
 const CLAIM_LEASE_MARGIN_MS = 5_000;
@@ -84,13 +91,20 @@ const dispatcherFeatures = (core: Core): Feature[] => {
 /** The API servers' webhooks: delivery history read from the log, manual retries recorded there for the dispatchers. */
 const webhooksFromLog: FeatureFactory = (core) => createWebhooksFeature(core, [deliveryHistoryFromLog]);
 
+/** The embedded features with the webhooks feature of a server whose delivery engine runs elsewhere. */
+const withoutDelivery = (core: Core, embedded: readonly FeatureFactory[]): Feature[] =>
+  embedded.map((make) => (make === webhooksWithDeliveryFeature ? webhooksFromLog : make)(core));
+
 /** The features the configured role runs; `embedded` is the full list of the `all` role. */
 export const roleFeatures = (core: Core, embedded: readonly FeatureFactory[]): Feature[] => {
   switch (core.config.role) {
-    case 'all':
-      return [...embedded, healthFeature].map((make) => make(core));
+    case 'all': {
+      // Started last, once the main side is ready; stopped first, before the log closes.
+      const thread = createDispatcherThread(core.config);
+      return [...withoutDelivery(core, embedded), createHealthFeature([...checksFor(core.config, core.log), thread.check]), thread.feature];
+    }
     case 'api':
-      return [...embedded.map((make) => (make === webhooksWithDeliveryFeature ? webhooksFromLog : make)), healthFeature].map((make) => make(core));
+      return [...withoutDelivery(core, embedded), healthFeature(core)];
     case 'relay':
       return relayFeatures(core);
     case 'dispatcher':

@@ -6,12 +6,12 @@
 // retries recorded by the API servers still come from the log (internal events, never on the topic).
 import type { Kafka } from 'kafkajs';
 import { SUBSCRIPTION_EVENTS, subscriptionStream } from '../domain/subscription/subscription.js';
-import { DELIVERY_RECORDED, unpackSteps } from '../domain/delivery/delivery.js';
-import { subscriptionOfStream } from '../domain/delivery/ids.js';
+import { DELIVERY_RECORDED } from '../domain/delivery/delivery.js';
 import type { LogSubscription, RecordedEvent } from '../log/event-log.js';
 import type { Dispatcher } from '../webhooks/dispatch/dispatcher.js';
 import type { LogTail, LogTailOptions } from '../webhooks/dispatch/log-tail.js';
 import { readDeliveryHistory } from '../webhooks/dispatch/restore.js';
+import { takeUpRetryRequests } from '../webhooks/dispatch/retry-requests.js';
 import { createBusConsumer } from './consumer.js';
 
 export interface KafkaSourceOptions {
@@ -22,20 +22,14 @@ export interface KafkaSourceOptions {
   readonly sessionTimeoutMs?: number;
 }
 
-/** The step of a manual retry (src/domain/delivery/delivery.ts). */
-const RETRY_REQUESTED = 'delivery.retry_requested';
-
 /** Deactivations, and the manual retries API servers record in the delivery history (src/webhooks/dispatch/history.ts). */
-const fromLog =
-  (dispatcher: Dispatcher) =>
-  async (event: RecordedEvent): Promise<void> => {
+const fromLog = (dispatcher: Dispatcher) => {
+  const retryRequests = takeUpRetryRequests(dispatcher);
+  return async (event: RecordedEvent): Promise<void> => {
     if (event.type === SUBSCRIPTION_EVENTS.deactivated) return dispatcher.subscriptionDeactivated(event.stream.slice(subscriptionStream('').length), event.position);
-    const subscriptionId = subscriptionOfStream(event.stream);
-    if (subscriptionId === null) return;
-    for (const step of unpackSteps(event)) {
-      if (step.type === RETRY_REQUESTED) await dispatcher.retryRequested(subscriptionId, String(step.data['delivery_id']), Number(step.data['round']));
-    }
+    return retryRequests(event);
   };
+};
 
 export const createKafkaSource =
   (bus: KafkaSourceOptions) =>

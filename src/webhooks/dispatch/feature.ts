@@ -1,8 +1,9 @@
 // The delivery engine as an extension of the webhooks feature (it shares the subscription read model
-// and the sender). Its event source is a parameter: a tail of the log in the embedded mode, the Kafka
-// consumer group in the dispatcher role. Its retry schedule is in memory unless a schedule shared by
-// several dispatchers is given (Redis, in the dispatcher role when REDIS_URL is set). Routes: the
-// delivery history and manual retry extensions.
+// and the sender). Its event source is a parameter: a tail of the log in the embedded mode (which runs
+// it in a worker thread, src/webhooks/dispatch/thread.ts), the Kafka consumer group in the dispatcher
+// role. Its retry schedule is in memory unless a schedule shared by several dispatchers is given
+// (Redis, in the dispatcher role when REDIS_URL is set). Routes: the delivery history and manual
+// retry extensions.
 import type { Core, FeatureFactory } from '../../app/core.js';
 import { createWebhooksFeature, type WebhookExtension } from '../feature.js';
 import { runSubscriptionCommand } from '../subscriptions.js';
@@ -61,5 +62,9 @@ export const webhooksWithDelivery =
   (core) =>
     createWebhooksFeature(core, [webhookDispatchFrom(source, shared)]);
 
-/** The embedded mode's webhooks feature: the one line for FEATURES in src/service.ts. */
+/**
+ * The webhooks feature with delivery, the one line for FEATURES in src/service.ts: the roles whose
+ * delivery engine runs elsewhere (the embedded role's worker thread, the dispatchers) replace it with
+ * the routes alone (src/bus/roles.ts).
+ */
 export const webhooksWithDeliveryFeature: FeatureFactory = webhooksWithDelivery();

@@ -31,7 +31,15 @@ export const recordRetryRequest =
     return right(result.right.reduce(deliveryAggregate.evolve, delivery) ?? delivery);
   };
 
-/** The delivery routes of the webhooks feature on a server without a dispatcher. */
-export const deliveryHistoryFromLog: WebhookExtension = (core, { directory }) => ({
-  routes: deliveryRoutes({ log: core.log, subscriptions: directory, dispatcher: { retry: recordRetryRequest(core.log, core.clock) } }),
-});
+/**
+ * The delivery routes of the webhooks feature on a server without a dispatcher. A deleted
+ * subscription's history goes here too: a dispatcher tailing the log from another connection may
+ * miss the deletion marker, which the DELETE removes with the subscription's stream a moment later
+ * (its dispatcher deletes the history as well when it sees it; deleting twice is harmless).
+ */
+export const deliveryHistoryFromLog: WebhookExtension = (core, { directory }) => {
+  directory.onDeleted((row) => {
+    core.log.deleteStream(deliveryStream(row.id)).catch((error: unknown) => console.error(`webhook ${row.id}: deleting its delivery history:`, error));
+  });
+  return { routes: deliveryRoutes({ log: core.log, subscriptions: directory, dispatcher: { retry: recordRetryRequest(core.log, core.clock) } }) };
+};

@@ -1,0 +1,56 @@
+// The worker thread of src/webhooks/dispatch/thread.ts: the embedded role's webhook delivery engine on
+// its own connection to the log (shared mode), fed by a tail of the log that also takes up the manual
+// retries the main thread records there. It builds only what the engine needs; its clock is the
+// system's. A failure to start ends the thread with the error, which the main thread reports.
+import { parentPort, workerData } from 'node:worker_threads';
+import { memoryDocumentStores } from '../../../projections/tickets-store-memory.js';
+import { createWorkspaceDirectory } from '../../../projections/workspace-directory.js';
+import type { Core } from '../../app/core.js';
+import { logCore } from '../../app/log-core.js';
+import { openDispatcherLog } from '../../bus/roles.js';
+import type { Config } from '../../config/config.js';
+import { systemMicros } from '../../log/clock.js';
+import { createMemoryRateLimiter } from '../../ratelimit/memory.js';
+import { createMemoryNotifier } from '../../updates/memory.js';
+import { webhooksWithDelivery } from './feature.js';
+import { createLogTail } from './log-tail.js';
+import { withRetryRequests } from './retry-requests.js';
+import type { FromWorker, ToWorker } from './thread.js';
+
+const port = parentPort;
+if (port === null) throw new Error('thread-entry runs in a worker thread');
+const { config } = workerData as { config: Config };
+
+const log = await openDispatcherLog(config, systemMicros);
+// The engine reads subscriptions and reports on them through the command handler; the rest of the
+// core (workspace directory, documents, notifier, rate limits) is never used here and stays empty.
+const core: Core = {
+  ...logCore(log, systemMicros),
+  config,
+  directory: createWorkspaceDirectory(),
+  directorySettled: async () => undefined,
+  documents: memoryDocumentStores,
+  notifier: createMemoryNotifier(),
+  rateLimiter: createMemoryRateLimiter({ windowMs: config.rateLimit.windowMs }),
+};
+const engine = webhooksWithDelivery(withRetryRequests(createLogTail))(core);
+const send = (message: FromWorker): void => port.postMessage(message);
+
+const started = engine.start?.();
+let stopping: Promise<void> | null = null;
+port.on('message', (message: ToWorker) => {
+  if (message.kind === 'ping') return send({ kind: 'pong', id: message.id });
+  stopping ??= (async () => {
+    await started?.catch(() => undefined);
+    await engine.stop?.();
+    await log.close();
+    process.exit(0);
+  })();
+});
+try {
+  await started;
+} catch (error) {
+  await log.close();
+  throw error;
+}
+send({ kind: 'ready' });

@@ -1,0 +1,154 @@
+// The embedded role's delivery engine in a worker thread: the main thread's event loop serves HTTP and
+// the read models, the worker's fans events out, sends the attempts and records them. Both open the
+// same SQLite log (shared mode); what the main thread records for the engine (manual retries,
+// deactivations, deletions) reaches it through the log, as it reaches the distributed dispatchers.
+// Started last (the main side is ready), stopped first (before the log closes), started again with
+// a growing delay when it dies; /readyz names it while it is not running or does not answer.
+import { extname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Worker, type WorkerOptions } from 'node:worker_threads';
+import type { Config } from '../../config/config.js';
+import type { Feature } from '../../app/core.js';
+import type { HealthCheck } from '../../health/checks.js';
+
+/** Main thread → worker. */
+export type ToWorker = { readonly kind: 'stop' } | { readonly kind: 'ping'; readonly id: number };
+/** Worker → main thread. */
+export type FromWorker = { readonly kind: 'ready' } | { readonly kind: 'pong'; readonly id: number };
+
+export interface DispatcherThreadOptions {
+  /** First delay before starting a dead worker again, doubled at each death in a row (default 200 ms). */
+  readonly restartDelayMs?: number;
+  /** The longest delay (default 10 s). */
+  readonly maxRestartDelayMs?: number;
+  /** A worker that ran this long before dying starts again after the first delay (default 30 s). */
+  readonly healthyAfterMs?: number;
+}
+
+export interface DispatcherThread {
+  readonly feature: Feature & { readonly thread: DispatcherThread };
+  readonly check: HealthCheck;
+  /** The running worker's thread id, null while none runs. */
+  threadId(): number | null;
+  /** Resolves once a worker is running (after a restart, for tests). */
+  running(): Promise<void>;
+  /** Ends the running worker abruptly, as a crash would (tests). */
+  kill(): Promise<void>;
+}
+
+// The worker runs the entry beside this file: compiled, the .js file itself; under tsx (npm start,
+// mocha), the .ts file through a plain JavaScript boot file that loads it with tsx's API.
+const ENTRY = new URL(`./thread-entry${extname(fileURLToPath(import.meta.url))}`, import.meta.url);
+
+const newWorker = (options: WorkerOptions & { workerData: object }): Worker =>
+  ENTRY.pathname.endsWith('.ts')
+    ? new Worker(new URL('./thread-boot.mjs', import.meta.url), { ...options, workerData: { ...options.workerData, entry: ENTRY.href } })
+    : new Worker(ENTRY, options);
+
+export const createDispatcherThread = (config: Config, options: DispatcherThreadOptions = {}): DispatcherThread => {
+  const firstDelay = options.restartDelayMs ?? 200;
+  const maxDelay = options.maxRestartDelayMs ?? 10_000;
+  const healthyAfter = options.healthyAfterMs ?? 30_000;
+  // Long enough for attempts under way (their timeout) and their recording.
+  const stopGraceMs = 2 * config.webhooks.timeoutMs + 5_000;
+
+  let worker: Worker | null = null;
+  let ready = false;
+  let stopping = false;
+  let deathsInARow = 0;
+  let restartTimer: NodeJS.Timeout | undefined;
+  let exited: Promise<void> = Promise.resolve();
+  let pings = 0;
+  const pongs = new Map<number, () => void>();
+  let waiters: (() => void)[] = [];
+
+  /** Starts a worker; resolves when it is ready, rejects when it dies first. */
+  const spawn = (): Promise<void> =>
+    new Promise<void>((resolve, reject) => {
+      const started = Date.now();
+      const current = newWorker({ workerData: { config }, name: 'webhook-dispatcher' });
+      worker = current;
+      ready = false;
+      let failure: unknown = null;
+      let markExited = (): void => {};
+      exited = new Promise<void>((done) => (markExited = done));
+      current.on('message', (message: FromWorker) => {
+        if (message.kind === 'ready') {
+          ready = true;
+          resolve();
+          for (const wake of waiters) wake();
+          waiters = [];
+        } else pongs.get(message.id)?.();
+      });
+      current.on('error', (error) => {
+        failure = error;
+        console.error('webhook dispatcher thread failed:', error);
+      });
+      current.on('exit', (code) => {
+        if (worker === current) worker = null;
+        const wasReady = ready;
+        ready = false;
+        pongs.clear();
+        markExited();
+        if (!wasReady) reject(failure ?? new Error(`webhook dispatcher thread exited with code ${code} before it was ready`));
+        if (stopping) return;
+        deathsInARow = wasReady && Date.now() - started >= healthyAfter ? 1 : deathsInARow + 1;
+        const delay = Math.min(maxDelay, firstDelay * 2 ** (deathsInARow - 1));
+        console.error(`webhook dispatcher thread exited (code ${code}): starting it again in ${delay} ms`);
+        restartTimer = setTimeout(() => {
+          // A worker that fails again on its way up is counted as another death by its own exit.
+          if (!stopping) spawn().catch(() => undefined);
+        }, delay);
+      });
+    });
+
+  const feature = {
+    name: 'webhook-dispatcher-thread',
+    // The first start must succeed: a worker that cannot start fails the service's start.
+    start: spawn,
+    async stop() {
+      stopping = true;
+      clearTimeout(restartTimer);
+      const current = worker;
+      if (current === null) return;
+      current.postMessage({ kind: 'stop' } satisfies ToWorker);
+      const timer = setTimeout(() => void current.terminate(), stopGraceMs);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+
+  const check: HealthCheck = {
+    name: 'webhook-dispatcher',
+    // Running, and its event loop answers.
+    check: () =>
+      new Promise<void>((resolve, reject) => {
+        if (worker === null || !ready) return reject(new Error('webhook dispatcher thread not running'));
+        const id = ++pings;
+        pongs.set(id, () => {
+          pongs.delete(id);
+          resolve();
+        });
+        // Unanswered, the health check's own timeout answers for it (and the worker's exit forgets it).
+        worker.postMessage({ kind: 'ping', id } satisfies ToWorker);
+      }),
+  };
+
+  const thread: DispatcherThread = {
+    get feature() {
+      return withThread;
+    },
+    check,
+    threadId: () => (ready ? (worker?.threadId ?? null) : null),
+    running: () => (ready ? Promise.resolve() : new Promise<void>((resolve) => waiters.push(resolve))),
+    async kill() {
+      await worker?.terminate();
+    },
+  };
+  const withThread = { ...feature, thread };
+  return thread;
+};
+
+/** The dispatcher thread among a service's features, if its role runs one. */
+export const dispatcherThreadOf = (features: readonly Feature[]): DispatcherThread | null =>
+  features.flatMap((f) => ('thread' in f ? [(f as DispatcherThread['feature']).thread] : []))[0] ?? null;

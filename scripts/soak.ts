@@ -26,7 +26,11 @@ const result = await runTorture({
   crash: false,
   log: () => undefined,
   async onCycle(service) {
-    const s = await sample(service.url, ADMIN_TOKEN, service.pid, startedAt);
+    const s = await sample(service.url, ADMIN_TOKEN, service.pid, startedAt).catch((error: unknown) => {
+      // The service went away under a soak without crashes: what it said last is the finding.
+      console.log(`the service did not answer its sample (${String(error)}); its last output:\n${service.outputs(80)}`);
+      throw error;
+    });
     samples.push(s);
     console.log(
       [s.at_s, s.rss_mb, s.heap_used_mb, s.active_handles, s.open_fds, s.event_loop_p99_ms].map((v, i) => String(v).padStart([8, 9, 10, 10, 6, 14][i] ?? 8)).join(''),

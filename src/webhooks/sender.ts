@@ -26,7 +26,11 @@ export interface AttemptOutcome {
 }
 
 export interface Sender {
-  send(request: DeliveryRequest): Promise<AttemptOutcome>;
+  /**
+   * `onStart` is given, at once, a function that cancels the attempt: what is not written to the
+   * connection yet is never sent, and the attempt ends as a failure (a deleted subscription's).
+   */
+  send(request: DeliveryRequest, onStart?: (cancel: () => void) => void): Promise<AttemptOutcome>;
   /** Waits for attempts in flight (each bounded by the deadline), then closes the pool. */
   close(): Promise<void>;
 }
@@ -88,6 +92,8 @@ const failureForStatus = (status: number): string | null => {
   return `HTTP ${status}`;
 };
 
+const CANCELLED = 'cancelled: the subscription was deleted';
+
 /** Registration takes any string (spec rule 3): what is not an absolute http(s) URL fails here, before any network use. */
 const INVALID_URL = 'invalid url: must be an absolute http or https URL';
 
@@ -108,7 +114,7 @@ export const createSender = (options: SenderOptions): Sender => {
   return {
     // Through the pool's own dispatch rather than `request`: no AbortSignal, listener or body stream
     // per attempt, which cost more CPU than the HTTP exchange itself.
-    send: (req) =>
+    send: (req, onStart) =>
       new Promise<AttemptOutcome>((resolve) => {
         const started = performance.now();
         const elapsed = () => Math.round(performance.now() - started);
@@ -150,6 +156,10 @@ export const createSender = (options: SenderOptions): Sender => {
         };
         const deadline = (): void => void setImmediate(judge);
         let timer = setTimeout(deadline, options.timeoutMs);
+        onStart?.(() => {
+          finish({ delivered: false, statusCode, error: CANCELLED, latencyMs: elapsed() });
+          controller?.abort(new Error('cancelled'));
+        });
         agent.dispatch(
           { origin: to.origin, path: to.path, method: 'POST', headers: deliveryHeaders(req), body: req.body },
           {

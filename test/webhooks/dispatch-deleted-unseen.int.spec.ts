@@ -26,6 +26,7 @@ describe('dispatcher: a subscription deleted behind its directory (int, SQLite)'
   let dir: string;
   let log: SqliteEventLog;
   let dispatcher: Dispatcher;
+  let dispatcherDeps: Parameters<typeof createDispatcher>[0];
   const sent: DeliveryRequest[] = [];
   let n = 0;
   /** Set once the directory has applied the deletion (the second case). */
@@ -63,7 +64,7 @@ describe('dispatcher: a subscription deleted behind its directory (int, SQLite)'
     };
     sent.length = 0;
     deletedInDirectory = false;
-    dispatcher = createDispatcher({
+    dispatcherDeps = {
       log,
       subscriptions: directory,
       sender: { send: async (request: DeliveryRequest) => (sent.push(request), { delivered: true, statusCode: 200, error: null, latencyMs: 1 }), close: async () => undefined } as never,
@@ -74,7 +75,8 @@ describe('dispatcher: a subscription deleted behind its directory (int, SQLite)'
       maxInFlight: 8,
       maxInFlightPerSubscription: 4,
       maxInFlightPerWorkspace: 8,
-    });
+    };
+    dispatcher = createDispatcher(dispatcherDeps);
     dispatcher.start();
   });
 
@@ -108,5 +110,32 @@ describe('dispatcher: a subscription deleted behind its directory (int, SQLite)'
     await dispatcher.fanOut(await publicEvent());
     await settle(300);
     expect(sent, 'deliveries after the deletion was applied').to.have.length(0);
+  });
+
+  it('cancels the attempts in flight to a subscription as it is deleted', async () => {
+    let cancelled = 0;
+    // An endpoint that does not answer: the attempt stays in flight until cancelled.
+    await dispatcher.stop();
+    dispatcher = createDispatcher({
+      ...dispatcherDeps,
+      schedule: { own: createMemoryRetrySchedule() },
+      sender: {
+        send: (request: DeliveryRequest, onStart?: (cancel: () => void) => void) =>
+          new Promise((resolve) => {
+            sent.push(request);
+            onStart?.(() => {
+              cancelled++;
+              resolve({ delivered: false, statusCode: null, error: 'cancelled', latencyMs: 1 });
+            });
+          }),
+        close: async () => undefined,
+      } as never,
+    });
+    dispatcher.start();
+    await dispatcher.fanOut(await publicEvent());
+    await settle(200);
+    expect(sent).to.have.length(1);
+    await dispatcher.subscriptionDeleted(SUBSCRIPTION);
+    expect(cancelled).to.equal(1);
   });
 });

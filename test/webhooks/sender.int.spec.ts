@@ -95,6 +95,28 @@ describe('webhook sender (real receiver)', () => {
     expect(outcome.error).to.match(/^timeout/);
   });
 
+  it('cancels an attempt in flight at once, and never sends one that was not written yet', async () => {
+    const one = createSender({ timeoutMs: 5_000, allowedNetworks: LOOPBACK, maxConnections: 1 });
+    try {
+      receiver.respond({ kind: 'hang' });
+      const cancels: (() => void)[] = [];
+      const hanging = one.send(requestTo(receiver.url), (cancel) => cancels.push(cancel));
+      await receiver.waitForRequests(1);
+      // The only connection is taken: this one waits in the pool, unwritten.
+      const queued = one.send(requestTo(receiver.url, { deliveryId: 'd2' }), (cancel) => cancels.push(cancel));
+      const started = performance.now();
+      cancels.forEach((cancel) => cancel());
+      for (const outcome of await Promise.all([hanging, queued])) {
+        expect(outcome).to.include({ delivered: false, statusCode: null, error: 'cancelled: the subscription was deleted' });
+      }
+      expect(performance.now() - started).to.be.lessThan(1_000);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(receiver.requests.map((r) => r.headers['x-webhook-id'])).to.deep.equal(['d1']);
+    } finally {
+      await one.close();
+    }
+  });
+
   it('fails on a connection reset', async () => {
     receiver.respond({ kind: 'reset' });
     const outcome = await sender.send(requestTo(receiver.url));

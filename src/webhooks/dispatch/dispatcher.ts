@@ -75,6 +75,8 @@ interface Pending {
   readonly workspaceId: string;
   body: Buffer | null;
   inFlight: boolean;
+  /** Cancels the attempt in flight (what is not written yet is never sent). */
+  cancel?: () => void;
 }
 
 const decided = (command: DeliveryCommand, state: Delivery | null): readonly Decided[] => {
@@ -283,8 +285,11 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
       return settle(dispatcher.subscriptionDeleted(row.id), p.delivery.id);
     }
     const attempt = p.delivery.attempt + 1;
-    const outcome = await sender.send({ url: row.url, body, eventType: p.delivery.eventType, deliveryId: p.delivery.id, attempt, secret: row.secret });
+    const outcome = await sender.send({ url: row.url, body, eventType: p.delivery.eventType, deliveryId: p.delivery.id, attempt, secret: row.secret }, (cancel) => {
+      p.cancel = cancel;
+    });
     p.inFlight = false;
+    delete p.cancel;
     settle(conclude(p, attempt, outcome), p.delivery.id);
   };
 
@@ -381,6 +386,8 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
     },
 
     async subscriptionDeleted(subscriptionId) {
+      // First, at once: the DELETE answers once this has begun, and nothing may go out after it.
+      for (const id of bySubscription.get(subscriptionId) ?? []) pending.get(id)?.cancel?.();
       for (const id of [...(bySubscription.get(subscriptionId) ?? [])]) {
         const p = pending.get(id);
         if (p === undefined) continue;

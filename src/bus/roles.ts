@@ -34,16 +34,22 @@ import { createKafkaSource } from './webhook-source.js';
  * the SQLite file, shared by the processes of one host, and by the embedded role's two threads (one
  * embedded service per data folder is kept by src/log/instance-lock.ts).
  */
-export const openRoleLog = async (config: Config, clock: MicrosClock): Promise<EventLog> => {
+export const openRoleLog = async (config: Config, clock: MicrosClock, thread: 'main' | 'dispatcher' = 'main'): Promise<EventLog> => {
   if (config.eventstoreUrl !== null) {
-    return openEventStoreDbLog({ connectionString: config.eventstoreUrl, sequencer: config.role === 'relay' || config.role === 'all', clock });
+    const sequencer = thread === 'main' && (config.role === 'relay' || config.role === 'all');
+    return openEventStoreDbLog({ connectionString: config.eventstoreUrl, sequencer, clock });
   }
   fs.mkdirSync(config.dataDir, { recursive: true });
-  return openSqliteLog({ file: path.join(config.dataDir, 'events.sqlite'), clock, shared: true });
+  const file = path.join(config.dataDir, 'events.sqlite');
+  // The embedded main thread announces its commits to its dispatcher thread, which fans out at once
+  // instead of at its next poll. Not the other way: the main thread's tails would wake at each
+  // recorded delivery step; the poll takes those up in batches.
+  const commitsChannel = config.role === 'all' ? { name: `event-log:${path.resolve(file)}`, role: thread === 'main' ? ('announce' as const) : ('hear' as const) } : undefined;
+  return openSqliteLog({ file, clock, shared: true, ...(commitsChannel === undefined ? {} : { commitsChannel }) });
 };
 
 /** The log of the embedded role's dispatcher thread: its own connection, never the sequencer. */
-export const openDispatcherLog = (config: Config, clock: MicrosClock): Promise<EventLog> => openRoleLog({ ...config, role: 'dispatcher' }, clock);
+export const openDispatcherLog = (config: Config, clock: MicrosClock): Promise<EventLog> => openRoleLog(config, clock, 'dispatcher');
 
 // A claim outlives one attempt (at most the timeout) and its recording; then another dispatcher takes it.
 const CLAIM_LEASE_MARGIN_MS = 5_000;

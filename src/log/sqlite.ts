@@ -34,6 +34,12 @@ export interface SqliteLogOptions {
   readonly busyTimeoutMs?: number;
   /** Shared mode: how often live subscriptions look for other processes' commits, in ms (default 10). */
   readonly pollIntervalMs?: number;
+  /**
+   * Threads of this process sharing the file: this connection announces each commit on the named
+   * BroadcastChannel (`announce`), or wakes its live subscriptions at each one announced there
+   * (`hear`), sooner than the next poll.
+   */
+  readonly commitsChannel?: { readonly name: string; readonly role: 'announce' | 'hear' };
 }
 
 export interface SqliteEventLog extends EventLog {
@@ -85,6 +91,11 @@ export const openSqliteLog = (options: SqliteLogOptions): SqliteEventLog => {
   const foreign = shared
     ? foreignCommits(() => statements.dataVersion.get() as number, commits, options.pollIntervalMs ?? 10)
     : undefined;
+  const channel = options.commitsChannel === undefined ? undefined : new BroadcastChannel(options.commitsChannel.name);
+  const announce = options.commitsChannel?.role === 'announce' ? channel : undefined;
+  if (channel !== undefined && options.commitsChannel?.role === 'hear') channel.onmessage = () => commits.notify();
+  // The channel never keeps the process (or thread) alive.
+  channel?.unref();
   const subscriptions = new Set<{ stop(): Promise<void> }>();
   let closed = false;
 
@@ -93,6 +104,7 @@ export const openSqliteLog = (options: SqliteLogOptions): SqliteEventLog => {
     afterCommit: () => {
       stagedOffsets = new Map();
       commits.notify();
+      announce?.postMessage(null);
     },
     afterRollback: () => {
       stagedOffsets = new Map();
@@ -228,6 +240,7 @@ export const openSqliteLog = (options: SqliteLogOptions): SqliteEventLog => {
       closed = true;
       await writer.drain();
       await Promise.all([...subscriptions].map((subscription) => subscription.stop()));
+      channel?.close();
       db.close();
     },
   };

@@ -98,8 +98,8 @@ const dispatcherFeatures = (core: Core): Feature[] => {
 const webhooksFromLog: FeatureFactory = (core) => createWebhooksFeature(core, [deliveryHistoryFromLog]);
 
 /** The embedded features with the webhooks feature of a server whose delivery engine runs elsewhere. */
-const withoutDelivery = (core: Core, embedded: readonly FeatureFactory[]): Feature[] =>
-  embedded.map((make) => (make === webhooksWithDeliveryFeature ? webhooksFromLog : make)(core));
+const withoutDelivery = (core: Core, embedded: readonly FeatureFactory[], webhooks: FeatureFactory = webhooksFromLog): Feature[] =>
+  embedded.map((make) => (make === webhooksWithDeliveryFeature ? webhooks : make)(core));
 
 /** The features the configured role runs; `embedded` is the full list of the `all` role. */
 export const roleFeatures = (core: Core, embedded: readonly FeatureFactory[]): Feature[] => {
@@ -107,7 +107,8 @@ export const roleFeatures = (core: Core, embedded: readonly FeatureFactory[]): F
     case 'all': {
       // Started last, once the main side is ready; stopped first, before the log closes.
       const thread = createDispatcherThread(core.config);
-      return [...withoutDelivery(core, embedded), createHealthFeature([...checksFor(core.config, core.log), thread.check]), thread.feature];
+      const webhooks: FeatureFactory = (c) => createWebhooksFeature(c, [deliveryHistoryFromLog, thread.forwardDeletions]);
+      return [...withoutDelivery(core, embedded, webhooks), createHealthFeature([...checksFor(core.config, core.log), thread.check]), thread.feature];
     }
     case 'api':
       return [...withoutDelivery(core, embedded), healthFeature(core)];

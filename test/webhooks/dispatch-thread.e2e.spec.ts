@@ -104,6 +104,23 @@ describe('webhook delivery in its worker thread (e2e)', () => {
     });
   });
 
+  it('cancels an attempt in flight in the worker when the subscription is deleted', async () => {
+    receiver = await startReceiver();
+    receiver.respond({ kind: 'hang' });
+    test = await startTestService({ ...FAST_RETRIES, WEBHOOK_TIMEOUT_MS: '20000' });
+    const ws = await test.createWorkspace();
+    const sub = await subscribe(ws, receiver.url);
+    await emit(test, ws.workspaceId);
+    await receiver.waitForRequests(1);
+
+    expect((await ws.api('DELETE', `/api/v1/webhooks/${sub.id}`)).status).to.equal(204);
+    // Stopping waits for the attempts in flight: the hanging one would hold it for its 20 s timeout.
+    const stopping = Date.now();
+    await test.close();
+    test = undefined;
+    expect(Date.now() - stopping).to.be.below(5000);
+  });
+
   it('refuses a second embedded service on the same data folder while the first runs', async () => {
     test = await startTestService();
     let refusal: unknown = null;

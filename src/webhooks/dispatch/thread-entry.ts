@@ -12,7 +12,8 @@ import type { Config } from '../../config/config.js';
 import { systemMicros } from '../../log/clock.js';
 import { createMemoryRateLimiter } from '../../ratelimit/memory.js';
 import { createMemoryNotifier } from '../../updates/memory.js';
-import { webhooksWithDelivery } from './feature.js';
+import type { Dispatcher } from './dispatcher.js';
+import { webhooksWithDelivery, type EventSource } from './feature.js';
 import { createLogTail } from './log-tail.js';
 import { withRetryRequests } from './retry-requests.js';
 import type { FromWorker, ToWorker } from './thread.js';
@@ -33,13 +34,23 @@ const core: Core = {
   notifier: createMemoryNotifier(),
   rateLimiter: createMemoryRateLimiter({ windowMs: config.rateLimit.windowMs }),
 };
-const engine = webhooksWithDelivery(withRetryRequests(createLogTail))(core);
+// The dispatcher, as the engine hands it to its event source, for the deletions the main thread forwards.
+let dispatcher: Dispatcher | null = null;
+const source: EventSource = (options) => {
+  dispatcher = options.dispatcher;
+  return withRetryRequests(createLogTail)(options);
+};
+const engine = webhooksWithDelivery(source)(core);
 const send = (message: FromWorker): void => port.postMessage(message);
 
 const started = engine.start?.();
 let stopping: Promise<void> | null = null;
 port.on('message', (message: ToWorker) => {
   if (message.kind === 'ping') return send({ kind: 'pong', id: message.id });
+  if (message.kind === 'deleted') {
+    const { subscriptionId } = message;
+    return void dispatcher?.subscriptionDeleted(subscriptionId).catch((error: unknown) => console.error(`webhook ${subscriptionId}: deleting its delivery history:`, error));
+  }
   stopping ??= (async () => {
     await started?.catch(() => undefined);
     await engine.stop?.();

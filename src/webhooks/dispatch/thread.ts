@@ -10,9 +10,13 @@ import { Worker, type WorkerOptions } from 'node:worker_threads';
 import type { Config } from '../../config/config.js';
 import type { Feature } from '../../app/core.js';
 import type { HealthCheck } from '../../health/checks.js';
+import type { WebhookExtension } from '../feature.js';
 
 /** Main thread → worker. */
-export type ToWorker = { readonly kind: 'stop' } | { readonly kind: 'ping'; readonly id: number };
+export type ToWorker =
+  | { readonly kind: 'stop' }
+  | { readonly kind: 'ping'; readonly id: number }
+  | { readonly kind: 'deleted'; readonly subscriptionId: string };
 /** Worker → main thread. */
 export type FromWorker = { readonly kind: 'ready' } | { readonly kind: 'pong'; readonly id: number };
 
@@ -34,6 +38,13 @@ export interface DispatcherThread {
   running(): Promise<void>;
   /** Ends the running worker abruptly, as a crash would (tests). */
   kill(): Promise<void>;
+  /**
+   * The main thread's extension of the webhooks feature: a deletion its directory applies (before the
+   * DELETE answers) is handed to the worker at once, which cancels the subscription's attempts in
+   * flight without waiting for its own tail of the log to meet the deletion marker (which it may
+   * also miss: the DELETE removes the marker with the subscription's stream a moment later).
+   */
+  readonly forwardDeletions: WebhookExtension;
 }
 
 // The worker runs the entry beside this file: compiled, the .js file itself; under tsx (npm start,
@@ -143,6 +154,11 @@ export const createDispatcherThread = (config: Config, options: DispatcherThread
     running: () => (ready ? Promise.resolve() : new Promise<void>((resolve) => waiters.push(resolve))),
     async kill() {
       await worker?.terminate();
+    },
+    forwardDeletions: (_core, { directory }) => {
+      // A worker not running meanwhile reads the subscriptions from the log when it starts.
+      directory.onDeleted((row) => worker?.postMessage({ kind: 'deleted', subscriptionId: row.id } satisfies ToWorker));
+      return {};
     },
   };
   const withThread = { ...feature, thread };

@@ -138,4 +138,11 @@ describe('dispatcher: a subscription deleted behind its directory (int, SQLite)'
     await dispatcher.subscriptionDeleted(SUBSCRIPTION);
     expect(cancelled).to.equal(1);
   });
+
+  it('sends nothing once the deletion marker is in the log, before the stream is gone', async () => {
+    await log.append(subscriptionStream(SUBSCRIPTION), [{ id: 'd'.repeat(32), type: SUBSCRIPTION_EVENTS.deleted, workspaceId: WORKSPACE, data: {} }], 'any');
+    await dispatcher.fanOut(await publicEvent());
+    await settle(300);
+    expect(sent, 'deliveries after the deletion marker').to.have.length(0);
+  });
 });

@@ -12,7 +12,7 @@ import { deliveryAggregate, foldDeliveries, type Delivery, type DeliveryCommand 
 import { deliveryIdOf, deliveryStream } from '../../domain/delivery/ids.js';
 import { domainError, type DomainError } from '../../domain/errors.js';
 import { isPublicEventType } from '../../domain/event-types.js';
-import { subscriptionStream } from '../../domain/subscription/subscription.js';
+import { evolveSubscription, initialSubscription, subscriptionStream } from '../../domain/subscription/subscription.js';
 import type { MicrosClock } from '../../log/clock.js';
 import type { EventLog, RecordedEvent } from '../../log/event-log.js';
 import { createKeyedLock } from '../../shared/keyed-lock.js';
@@ -269,8 +269,10 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
     const row = existing(p.workspaceId, p.delivery.subscriptionId);
     if (row === undefined) return settle(dispatcher.subscriptionDeleted(p.delivery.subscriptionId), p.delivery.id);
     if (!row.isActive) return settle(cancel(p, 'subscription_inactive'), p.delivery.id);
-    // The directory may have missed the deletion (see `gone`): the log decides before anything is sent.
-    if ((await log.readStream(subscriptionStream(row.id))).length === 0) {
+    // The directory may have missed the deletion (see `gone`), or not have applied its marker yet (a
+    // dispatcher in another process or thread): the log decides before anything is sent.
+    const logged = (await log.readStream(subscriptionStream(row.id))).reduce(evolveSubscription, initialSubscription);
+    if (!logged.exists || logged.deleted) {
       gone.add(row.id);
       return settle(dispatcher.subscriptionDeleted(row.id), p.delivery.id);
     }

@@ -119,8 +119,10 @@ export const openLogDatabase = (file: string, mode: OpenMode): Database.Database
   }
   try {
     if (!mode.shared) db.pragma('locking_mode = EXCLUSIVE');
-    // Checked before the pragmas write anything, so a foreign file stays untouched.
-    checkIdentity(db);
+    // Checked before the pragmas write anything, so a foreign file stays untouched. In one read
+    // transaction: its two reads must see one state of the file, not another process's schema
+    // creation between them (application id still 0, tables already there: "another application").
+    db.transaction(() => checkIdentity(db))();
     applyPragmas(db);
     // A write now takes the exclusive lock in embedded mode, also when the log already exists. The
     // identity is checked again under the write lock: another process may have created the schema.

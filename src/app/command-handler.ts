@@ -10,25 +10,15 @@
 // events after it are read: exact for streams that are never deleted (the cache's users' streams).
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Either } from 'fp-ts/lib/Either.js';
+import type { Aggregate } from '../domain/aggregate.js';
 import type { DomainError } from '../domain/errors.js';
 import { CLAIM_METADATA, STEP_METADATA } from '../domain/idempotency/idempotency.js';
-import { WrongExpectedRevision, type EventLog, type JsonObject, type NewEvent, type RecordedEvent } from '../log/event-log.js';
+import { WrongExpectedRevision, type EventLog, type NewEvent, type RecordedEvent } from '../log/event-log.js';
 import type { IdSource } from '../shared/ids.js';
 import { createFifoCache, type FifoCache } from './fifo-cache.js';
 import { currentClaim, nextStep } from './request-claim.js';
 import { requestWrites, type RequestWrites } from './request-writes.js';
 
-/** An event as the domain decides it: type and data; ids and the stream are the handler's business. */
-export interface Decided {
-  readonly type: string;
-  readonly data: JsonObject;
-}
-
-export interface Aggregate<S, C> {
-  readonly initial: S;
-  readonly evolve: (state: S, event: Pick<RecordedEvent, 'type' | 'data'>) => S;
-  readonly decide: (command: C, state: S) => Either<DomainError, readonly Decided[]>;
-}
 
 export interface CommandResult<S> {
   readonly state: S;

@@ -3,7 +3,7 @@
 import { expect } from 'chai';
 import type * as t from 'io-ts';
 import { isRight } from 'fp-ts/lib/Either.js';
-import type { Aggregate, Decided } from '../../src/app/command-handler.js';
+import type { Aggregate, Decided } from '../../src/domain/aggregate.js';
 import { EventData } from '../../src/domain/catalogue.js';
 import { billingAggregate, dueAt, type BillingCommand, type BillingState } from '../../src/domain/billing/billing.js';
 import { isPublicEventType } from '../../src/domain/event-types.js';

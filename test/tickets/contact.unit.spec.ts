@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import type { Decided } from '../../src/app/command-handler.js';
+import type { Decided } from '../../src/domain/aggregate.js';
 import { EventData } from '../../src/domain/catalogue.js';
 import { contactAggregate, REPLY_WAITING_INTERVAL_US, type ContactCommand, type ContactState } from '../../src/domain/contact/contact.js';
 import { identityKeys, identityStream } from '../../src/domain/contact/identity.js';

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import type { Either } from 'fp-ts/lib/Either.js';
-import type { Decided } from '../../src/app/command-handler.js';
+import type { Decided } from '../../src/domain/aggregate.js';
 import { EventData, TicketStatus } from '../../src/domain/catalogue.js';
 import type { DomainError } from '../../src/domain/errors.js';
 import { isPublicEventType } from '../../src/domain/event-types.js';

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import type { Decided } from '../../src/app/command-handler.js';
+import type { Decided } from '../../src/domain/aggregate.js';
 import { deliveryAggregate, foldDeliveries, nextAttemptAt, packSteps, type Delivery, type DeliveryCommand } from '../../src/domain/delivery/delivery.js';
 import { deliveryIdOf, recordedEventId } from '../../src/domain/delivery/ids.js';
 

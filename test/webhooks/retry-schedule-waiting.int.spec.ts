@@ -4,7 +4,7 @@ import { expect } from 'chai';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Decided } from '../../src/app/command-handler.js';
+import type { Decided } from '../../src/domain/aggregate.js';
 import { packSteps } from '../../src/domain/delivery/delivery.js';
 import { deliveryStream } from '../../src/domain/delivery/ids.js';
 import { openSqliteLog, type SqliteEventLog } from '../../src/log/sqlite.js';

@@ -5,7 +5,7 @@ import { expect } from 'chai';
 import { randomBytes } from 'node:crypto';
 import { slotsAggregate, slotsStream } from '../../src/domain/subscription/slots.js';
 import { subscriptionAggregate, subscriptionStream, type SubscriptionCommand } from '../../src/domain/subscription/subscription.js';
-import type { Decided } from '../../src/app/command-handler.js';
+import type { Decided } from '../../src/domain/aggregate.js';
 import type { Either } from 'fp-ts/lib/Either.js';
 import { randomId } from '../../src/shared/ids.js';
 import { createSecretBox } from '../../src/webhooks/secrets.js';

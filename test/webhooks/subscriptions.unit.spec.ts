@@ -1,6 +1,6 @@
 // The subscription aggregate's decisions, without I/O: fold the decided events and look at the state.
 import { expect } from 'chai';
-import type { Decided } from '../../src/app/command-handler.js';
+import type { Decided } from '../../src/domain/aggregate.js';
 import { PUBLIC_EVENT_TYPES } from '../../src/domain/event-types.js';
 import {
   AUTO_DISABLE_AFTER,

@@ -1,7 +1,7 @@
 // Knowledge-base articles: one stream per article (`article-<id>`), internal events only. The plan
 // check (knowledge base in plan) is the route's, since it depends on the workspace, not the article.
 import { left, right } from 'fp-ts/lib/Either.js';
-import type { Aggregate } from '../../app/command-handler.js';
+import type { Aggregate } from '../aggregate.js';
 import { domainError, type DomainError } from '../errors.js';
 
 export const ARTICLE_EVENT_TYPES = ['article.created', 'article.updated', 'article.deleted'] as const;

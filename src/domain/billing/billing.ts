@@ -3,7 +3,7 @@
 // charges the plan price, switches to the chosen next plan, or ends the paid plan. Amounts are
 // in the balance's currency, rounded to cents.
 import { left, right, type Either } from 'fp-ts/lib/Either.js';
-import type { Aggregate, Decided } from '../../app/command-handler.js';
+import type { Aggregate, Decided } from '../aggregate.js';
 import type { EventDataOf, PublicEvent } from '../catalogue.js';
 import { domainError, type DomainError } from '../errors.js';
 

@@ -2,7 +2,7 @@
 // a visitor.reply_waiting was last sent. Contacts saved through the API emit only internal events;
 // the widget's identify also emits the public contact.created (first time) and contact.identified.
 import { left, right, type Either } from 'fp-ts/lib/Either.js';
-import type { Aggregate, Decided } from '../../app/command-handler.js';
+import type { Aggregate, Decided } from '../aggregate.js';
 import type { JsonObject } from '../../log/event-log.js';
 import { isoMicros } from '../envelope.js';
 import { domainError, type DomainError } from '../errors.js';

@@ -2,7 +2,7 @@
 // schedule (spec "States and transitions — Delivery"). Pure: instants (µs) and delays come in commands.
 // Its events are internal; they live in the subscription's delivery stream and die with it.
 import { left, right } from 'fp-ts/lib/Either.js';
-import type { Aggregate } from '../../app/command-handler.js';
+import type { Aggregate } from '../aggregate.js';
 import { domainError } from '../errors.js';
 import type { JsonObject, RecordedEvent } from '../../log/event-log.js';
 

@@ -4,7 +4,7 @@
 // the retention answers the recorded answer again; with another request it is refused; while the
 // first is still running the retry is told so. Internal events only.
 import { left, right } from 'fp-ts/lib/Either.js';
-import type { Aggregate } from '../../app/command-handler.js';
+import type { Aggregate } from '../aggregate.js';
 import type { Json } from '../../log/event-log.js';
 import { domainError } from '../errors.js';
 

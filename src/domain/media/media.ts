@@ -2,7 +2,7 @@
 // MediaStore), and a workspace's own object-storage bucket in `media-bucket-<workspace>`. All
 // internal events; the messages feature validates `media_ids` by reading the media stream.
 import { left, right } from 'fp-ts/lib/Either.js';
-import type { Aggregate } from '../../app/command-handler.js';
+import type { Aggregate } from '../aggregate.js';
 import { domainError } from '../errors.js';
 
 export const MEDIA_UPLOADED = 'media.uploaded';

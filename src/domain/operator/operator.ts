@@ -1,7 +1,7 @@
 // An operator's presence status, one stream per operator of a workspace. Setting the same status
 // again changes nothing; a real change emits the public operator.status.changed.
 import { left, right } from 'fp-ts/lib/Either.js';
-import type { Aggregate } from '../../app/command-handler.js';
+import type { Aggregate } from '../aggregate.js';
 import type { EventDataOf } from '../catalogue.js';
 import { domainError } from '../errors.js';
 

@@ -4,7 +4,7 @@
 // a delete releases after its deletion marker, so the stream never counts fewer subscriptions than
 // there are. All its events are internal.
 import { left, right } from 'fp-ts/lib/Either.js';
-import type { Aggregate } from '../../app/command-handler.js';
+import type { Aggregate } from '../aggregate.js';
 import { domainError } from '../errors.js';
 
 export const SLOT_EVENTS = {

@@ -2,7 +2,7 @@
 // failed deliveries (spec "States and transitions: Webhook subscription"). All its events are
 // internal; the secret is only ever held here encrypted (sealed again when the server key rotates).
 import { left, right } from 'fp-ts/lib/Either.js';
-import type { Aggregate, Decided } from '../../app/command-handler.js';
+import type { Aggregate, Decided } from '../aggregate.js';
 import { domainError } from '../errors.js';
 import { PUBLIC_EVENT_TYPES, isPublicEventType } from '../event-types.js';
 

@@ -1,6 +1,6 @@
 // Builds decided events. Public ones are typed by their catalogue codec, so the compiler checks
 // every field the contract lists; internal ones carry what read models and aggregates need.
-import type { Decided } from '../../app/command-handler.js';
+import type { Decided } from '../aggregate.js';
 import type { JsonObject } from '../../log/event-log.js';
 import type { EventDataOf } from '../catalogue.js';
 import type { PublicEventType } from '../event-types.js';

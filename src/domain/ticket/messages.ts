@@ -1,7 +1,7 @@
 // Decisions about a ticket's messages: posting (a contact's reply may bring the ticket back to
 // `open`), editing and reactions.
 import { left, right, type Either } from 'fp-ts/lib/Either.js';
-import type { Decided } from '../../app/command-handler.js';
+import type { Decided } from '../aggregate.js';
 import { isoMicros } from '../envelope.js';
 import { domainError, type DomainError } from '../errors.js';
 import type { CommandOf, NewMessage } from './commands.js';

@@ -1,6 +1,6 @@
 // Ticket state as the aggregate folds it from stream `ticket-<id>`: status, assignment, creation time
 // and the ticket's messages (edits and reactions are decided against the message).
-import type { Aggregate } from '../../app/command-handler.js';
+import type { Aggregate } from '../aggregate.js';
 import type { Json, JsonObject } from '../../log/event-log.js';
 import type { SenderType, TicketPriority, TicketStatus } from '../catalogue.js';
 import { ownEntry } from '../own-entry.js';

@@ -1,7 +1,7 @@
 // The ticket aggregate, stream `ticket-<id>`: lifecycle (create, PATCH, close, reopen, rate),
 // assignment (assign, transfer, force take) and the ticket's messages (messages.ts).
 import { left, right, type Either } from 'fp-ts/lib/Either.js';
-import type { Aggregate, Decided } from '../../app/command-handler.js';
+import type { Aggregate, Decided } from '../aggregate.js';
 import type { JsonObject } from '../../log/event-log.js';
 import { isoMicros } from '../envelope.js';
 import { domainError, type DomainError } from '../errors.js';

@@ -1,7 +1,7 @@
 // The workspace (project) aggregate: its plan, whether it is blocked, and its API keys. Keys are
 // only ever known here by their SHA-256 hash. All its events are internal.
 import { left, right } from 'fp-ts/lib/Either.js';
-import type { Aggregate, Decided } from '../../app/command-handler.js';
+import type { Aggregate, Decided } from '../aggregate.js';
 import { domainError } from '../errors.js';
 import { ownEntry } from '../own-entry.js';
 

@@ -7,7 +7,7 @@
 // next attempt is handed back to the schedule, since another dispatcher may take that one. Only the
 // owner moves an entry (put); a dispatcher announcing a delivery it does not own offers it.
 import { left, right, type Either } from 'fp-ts/lib/Either.js';
-import type { Decided } from '../../app/command-handler.js';
+import type { Decided } from '../../domain/aggregate.js';
 import { deliveryAggregate, foldDeliveries, type Delivery, type DeliveryCommand } from '../../domain/delivery/delivery.js';
 import { deliveryIdOf, deliveryStream } from '../../domain/delivery/ids.js';
 import { domainError, type DomainError } from '../../domain/errors.js';

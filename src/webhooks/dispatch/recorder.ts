@@ -3,7 +3,7 @@
 // all submitted in the same turn so that the SQLite log commits them in one transaction (one fsync
 // for the lot). Each stream has one append at a time, so its events keep their order. Nothing waits
 // on a record to send an attempt; only the fan-out checkpoint and the outcome bookkeeping do.
-import type { Decided } from '../../app/command-handler.js';
+import type { Decided } from '../../domain/aggregate.js';
 import { packSteps } from '../../domain/delivery/delivery.js';
 import { recordedEventId } from '../../domain/delivery/ids.js';
 import type { EventLog } from '../../log/event-log.js';

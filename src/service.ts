@@ -30,6 +30,7 @@ import { createUpdatesFeature } from './updates/feature.js';
 import { mediaFeature } from './media/feature.js';
 import { articlesFeature } from './articles/feature.js';
 import { billingFeature } from './billing/feature.js';
+import { operatorsFeature } from './operators/feature.js';
 import { webhooksWithDeliveryFeature } from './webhooks/dispatch/feature.js';
 import { dispatcherThreadOf, type DispatcherThread } from './webhooks/dispatch/thread.js';
 import { createTicketsFeature } from './tickets/feature.js';
@@ -55,7 +56,7 @@ export interface ServiceOptions {
   readonly bootstrapWorkspace?: boolean;
 }
 
-export const FEATURES: readonly FeatureFactory[] = [createUpdatesFeature, mediaFeature, articlesFeature, billingFeature, webhooksWithDeliveryFeature, createTicketsFeature];
+export const FEATURES: readonly FeatureFactory[] = [createUpdatesFeature, mediaFeature, articlesFeature, billingFeature, operatorsFeature, webhooksWithDeliveryFeature, createTicketsFeature];
 
 const SHUTDOWN_GRACE_MS = 5_000;
 /** Key changes read at once when a request checks the directory is current; more means wait for the head. */

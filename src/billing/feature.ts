@@ -1,5 +1,5 @@
-// Internal commands for what only the platform itself causes: billing and operator presence; and the
-// billing clock, which acts on paid plans at their expiry.
+// Billing: its internal commands (payments, the plan, renewals), and the billing clock, which acts on
+// paid plans at their expiry.
 //
 // The clock runs in every process that serves the billing routes (the embedded `all` role and each
 // `api` server), over the one shared log: the renew command names the expiry it acts on and the
@@ -11,7 +11,6 @@ import { billingAggregate, dueAt, EXPIRY_EVENT_TYPES, type BillingState } from '
 import { createBillingClock, type BillingClock } from './clock.js';
 import { planAfter, repairPlanMirror, runBillingCommand } from './commands.js';
 import { billingRoutes } from './routes.js';
-import { operatorRoutes } from './operator-routes.js';
 
 /** The clock and the projection that keeps its due-list: every expiry in the log, then each new one. */
 const billingClockOf = (core: Core) => {
@@ -63,17 +62,10 @@ const billingClockOf = (core: Core) => {
 };
 
 export const billingFeature: FeatureFactory = (core) => {
-  const billing = billingRoutes(core);
-  const operators = operatorRoutes(core);
   const clock = billingClockOf(core);
   return {
     name: 'billing',
-    routes: {
-      internal(router) {
-        billing.internal?.(router);
-        operators.internal?.(router);
-      },
-    },
+    routes: billingRoutes(core),
     start: clock.start,
     stop: clock.stop,
   };

@@ -13,6 +13,11 @@ export interface WebhookParts {
   readonly directory: SubscriptionReadModel;
   readonly sender: Sender;
   readonly secrets: SecretBox;
+  /**
+   * What a subscription's DELETE awaits before it answers, once the deletion is applied here (a
+   * delivery engine elsewhere in the process cancelling the subscription's attempts in flight).
+   */
+  readonly beforeDeleteAnswered: ((subscriptionId: string) => Promise<void>)[];
 }
 
 /** A part of the webhooks feature that needs the shared read model and sender. */
@@ -32,7 +37,7 @@ export const createWebhooksFeature = (core: Core, extensions: readonly WebhookEx
   const secrets = createSecretBox(loadSecretKey(keySource), previousKeys);
   const directory = createSubscriptionDirectory(core.log, secrets, (unopened) => secretsDoNotOpen(unopened, keySource));
   const sender = createSender({ timeoutMs: webhooks.timeoutMs, allowedNetworks: webhooks.allowedNetworks });
-  const parts: WebhookParts = { directory, sender, secrets };
+  const parts: WebhookParts = { directory, sender, secrets, beforeDeleteAnswered: [] };
   const extras = extensions.map((extend) => extend(core, parts));
   let stopping = false;
   let resealing = Promise.resolve();

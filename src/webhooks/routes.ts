@@ -26,6 +26,8 @@ export interface WebhookRouteDeps {
   readonly directory: SubscriptionDirectory;
   readonly sender: Sender;
   readonly secrets: SecretBox;
+  /** Awaited by a DELETE once its marker is applied, before it answers (see WebhookParts). */
+  readonly beforeDeleteAnswered: readonly ((subscriptionId: string) => Promise<void>)[];
 }
 
 /**
@@ -134,6 +136,7 @@ export const webhookRoutes = (core: Core, deps: WebhookRouteDeps): RouteModule =
         // The marker first (tailers learn of the deletion and cancel retries), then the slot is given
         // back (a crash before that leaves a claim that a claim at the limit gives back), then the stream goes.
         await run(ctx, id, { kind: 'delete' });
+        for (const hook of deps.beforeDeleteAnswered) await hook(id);
         await slots.release(ctx.state.workspace.id, id);
         await core.log.deleteStream(subscriptionStream(id));
         ctx.status = 204;

@@ -49,7 +49,9 @@ port.on('message', (message: ToWorker) => {
   if (message.kind === 'ping') return send({ kind: 'pong', id: message.id });
   if (message.kind === 'deleted') {
     const { subscriptionId } = message;
-    return void dispatcher?.subscriptionDeleted(subscriptionId).catch((error: unknown) => console.error(`webhook ${subscriptionId}: deleting its delivery history:`, error));
+    // Its attempts in flight are cancelled before its first await: the DELETE may answer now.
+    dispatcher?.subscriptionDeleted(subscriptionId).catch((error: unknown) => console.error(`webhook ${subscriptionId}: deleting its delivery history:`, error));
+    return send({ kind: 'pong', id: message.id });
   }
   stopping ??= (async () => {
     await started?.catch(() => undefined);

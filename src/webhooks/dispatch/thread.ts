@@ -16,7 +16,8 @@ import type { WebhookExtension } from '../feature.js';
 export type ToWorker =
   | { readonly kind: 'stop' }
   | { readonly kind: 'ping'; readonly id: number }
-  | { readonly kind: 'deleted'; readonly subscriptionId: string };
+  /** Answered with a pong once the worker has cancelled the subscription's attempts in flight. */
+  | { readonly kind: 'deleted'; readonly subscriptionId: string; readonly id: number };
 /** Worker → main thread. */
 export type FromWorker = { readonly kind: 'ready' } | { readonly kind: 'pong'; readonly id: number };
 
@@ -46,6 +47,9 @@ export interface DispatcherThread {
    */
   readonly forwardDeletions: WebhookExtension;
 }
+
+/** The longest a DELETE waits for the worker to cancel the subscription's attempts in flight. */
+const DELETION_WAIT_MS = 2_000;
 
 // The worker runs the entry beside this file: compiled, the .js file itself; under tsx (npm start,
 // mocha), the .ts file through a plain JavaScript boot file that loads it with tsx's API.
@@ -155,9 +159,26 @@ export const createDispatcherThread = (config: Config, options: DispatcherThread
     async kill() {
       await worker?.terminate();
     },
-    forwardDeletions: (_core, { directory }) => {
-      // A worker not running meanwhile reads the subscriptions from the log when it starts.
-      directory.onDeleted((row) => worker?.postMessage({ kind: 'deleted', subscriptionId: row.id } satisfies ToWorker));
+    forwardDeletions: (_core, { beforeDeleteAnswered }) => {
+      // A worker not running meanwhile reads the subscriptions from the log when it starts; one that
+      // does not answer in time is not waited for longer (its own tail meets the deletion).
+      beforeDeleteAnswered.push(
+        (subscriptionId) =>
+          new Promise<void>((resolve) => {
+            if (worker === null || !ready) return resolve();
+            const id = ++pings;
+            const timer = setTimeout(() => {
+              pongs.delete(id);
+              resolve();
+            }, DELETION_WAIT_MS);
+            pongs.set(id, () => {
+              clearTimeout(timer);
+              pongs.delete(id);
+              resolve();
+            });
+            worker.postMessage({ kind: 'deleted', subscriptionId, id } satisfies ToWorker);
+          }),
+      );
       return {};
     },
   };

@@ -15,6 +15,11 @@ export interface DeliveryRequest {
   readonly deliveryId: string;
   readonly attempt: number;
   readonly secret: string;
+  /**
+   * Asked just before the request is written to its connection (after queueing and connecting, which
+   * take time): false cancels it unsent, as a subscription deleted meanwhile needs.
+   */
+  readonly wanted?: () => boolean;
 }
 
 export interface AttemptOutcome {
@@ -167,6 +172,10 @@ export const createSender = (options: SenderOptions): Sender => {
               controller = c;
               sentAt = performance.now();
               if (done) c.abort(new Error('deadline')); // the deadline passed while queued for a connection
+              else if (req.wanted?.() === false) {
+                finish({ delivered: false, statusCode: null, error: CANCELLED, latencyMs: elapsed() });
+                c.abort(new Error('cancelled'));
+              }
             },
             onResponseStart(_c, status) {
               statusCode = status;

@@ -117,6 +117,14 @@ describe('webhook sender (real receiver)', () => {
     }
   });
 
+  it('asks whether the attempt is still wanted just before writing it, and sends nothing when it is not', async () => {
+    const outcome = await sender.send(requestTo(receiver.url, { wanted: () => false }));
+    expect(outcome).to.include({ delivered: false, statusCode: null, error: 'cancelled: the subscription was deleted' });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(receiver.requests).to.deep.equal([]);
+    expect(await sender.send(requestTo(receiver.url, { wanted: () => true }))).to.include({ delivered: true });
+  });
+
   it('fails on a connection reset', async () => {
     receiver.respond({ kind: 'reset' });
     const outcome = await sender.send(requestTo(receiver.url));

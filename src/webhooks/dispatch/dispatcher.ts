@@ -287,7 +287,9 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
       return settle(dispatcher.subscriptionDeleted(row.id), p.delivery.id);
     }
     const attempt = p.delivery.attempt + 1;
-    const outcome = await sender.send({ url: row.url, body, eventType: p.delivery.eventType, deliveryId: p.delivery.id, attempt, secret: row.secret }, (cancel) => {
+    const wanted = () => !gone.has(row.id) && existing(p.workspaceId, row.id) !== undefined;
+    const request = { url: row.url, body, eventType: p.delivery.eventType, deliveryId: p.delivery.id, attempt, secret: row.secret, wanted };
+    const outcome = await sender.send(request, (cancel) => {
       p.cancel = cancel;
     });
     p.inFlight = false;

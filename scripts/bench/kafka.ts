@@ -10,20 +10,14 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { memoryDocumentStores } from '../../projections/tickets-store-memory.js';
-import { createWorkspaceDirectory } from '../../projections/workspace-directory.js';
-import { createCommandHandler } from '../../src/app/command-handler.js';
 import type { Core, Feature } from '../../src/app/core.js';
-import { createWorkspaceCommands } from '../../src/app/workspaces.js';
+import { backgroundCore } from '../../src/app/log-core.js';
 import { openRoleLog, roleFeatures } from '../../src/bus/roles.js';
 import { loadConfig, type Config } from '../../src/config/config.js';
-import { isoMicros } from '../../src/domain/envelope.js';
 import { systemMicros } from '../../src/log/clock.js';
 import { openSqliteLog } from '../../src/log/sqlite.js';
-import { createMemoryRateLimiter } from '../../src/ratelimit/memory.js';
 import { randomId } from '../../src/shared/ids.js';
 import { startService } from '../../src/service.js';
-import { createMemoryNotifier } from '../../src/updates/memory.js';
 import { ADMIN, measureFanout, PACED_DELIVERIES_PER_S, round, startArrivals, subscribeReceiver, type Arrivals, type FanoutSetup } from './fanout.js';
 import { engine as engines } from './engines.js';
 import { run as runEmbedded } from './webhooks.js';
@@ -35,24 +29,7 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const engine = engines({ kafka: KAFKA_PORT, redis: REDIS_PORT });
 
 /** The parts of Core the relay and dispatcher roles use, composed as the service does. */
-const roleCore = async (config: Config): Promise<Core> => {
-  const log = await openRoleLog(config, systemMicros);
-  const handle = createCommandHandler(log, randomId);
-  return {
-    config,
-    log,
-    clock: systemMicros,
-    newId: randomId,
-    resourceId: randomId,
-    handle,
-    directory: createWorkspaceDirectory(),
-    directorySettled: async () => undefined,
-    workspaces: createWorkspaceCommands(handle, randomId, () => isoMicros(systemMicros())),
-    notifier: createMemoryNotifier(),
-    rateLimiter: createMemoryRateLimiter({ windowMs: config.rateLimit.windowMs }),
-    documents: memoryDocumentStores,
-  };
-};
+const roleCore = async (config: Config): Promise<Core> => backgroundCore(config, await openRoleLog(config, systemMicros), systemMicros);
 
 /** One role process: starts the role's features, says "ready", stops on SIGTERM. */
 const roleProcess = async (): Promise<void> => {

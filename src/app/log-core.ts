@@ -1,6 +1,12 @@
 // The parts of a Core that come from the log and the clock alone, the same in every process or thread
-// that builds one (the composition root, the embedded role's dispatcher thread).
+// that builds one (the composition root, the embedded role's dispatcher thread), and the whole Core of
+// one that serves no HTTP (the dispatcher thread, benchmark role processes).
+import { memoryDocumentStores } from '../../projections/tickets-store-memory.js';
+import { createWorkspaceDirectory } from '../../projections/workspace-directory.js';
+import type { Config } from '../config/config.js';
 import type { EventLog } from '../log/event-log.js';
+import { createMemoryRateLimiter } from '../ratelimit/memory.js';
+import { createMemoryNotifier } from '../updates/memory.js';
 import type { MicrosClock } from '../log/clock.js';
 import { isoMicros } from '../domain/envelope.js';
 import { randomId } from '../shared/ids.js';
@@ -22,3 +28,17 @@ export const logCore = (log: EventLog, clock: MicrosClock): LogCore => {
     workspaces: createWorkspaceCommands(handle, randomId, () => isoMicros(clock())),
   };
 };
+
+/**
+ * A Core for work that serves no HTTP: the log's parts, and empty stand-ins for the workspace
+ * directory, documents, notifier and rate limits, which such work never uses.
+ */
+export const backgroundCore = (config: Config, log: EventLog, clock: MicrosClock): Core => ({
+  ...logCore(log, clock),
+  config,
+  directory: createWorkspaceDirectory(),
+  directorySettled: async () => undefined,
+  documents: memoryDocumentStores,
+  notifier: createMemoryNotifier(),
+  rateLimiter: createMemoryRateLimiter({ windowMs: config.rateLimit.windowMs }),
+});

@@ -158,9 +158,10 @@ export const createHttpApp = (options: HttpAppOptions): HttpApp => {
   app.use(open.routes());
   app.use(maintenance(options.maintenanceMode));
   const admin = adminOnly(options.adminToken);
+  const adminSurface = surface('/admin/v1', admin, options.modules, (m) => m.admin);
   const surfaces = [
     surface('/api/v1', authenticate(options) as Koa.Middleware, options.modules, (m) => m.api),
-    surface('/admin/v1', admin, options.modules, (m) => m.admin),
+    adminSurface,
     surface('/internal/v1', admin, options.modules, (m) => m.internal),
   ];
   for (const s of surfaces) app.use(guarded(s));
@@ -169,7 +170,7 @@ export const createHttpApp = (options: HttpAppOptions): HttpApp => {
   const routed = (ctx: Koa.Context) => routers.some((r) => r.match(ctx.path, ctx.method).route);
   app.use(jsonBody(options.bodyLimitBytes, multipart, routed));
   // The admin routes answer API keys that exist only in their answer (the log keeps a hash).
-  const resumable = (ctx: Koa.Context) => !(surfaces[1]?.router.match(ctx.path, ctx.method).route ?? false);
+  const resumable = (ctx: Koa.Context) => !adminSurface.router.match(ctx.path, ctx.method).route;
   app.use(idempotency({ ...options.idempotency, routed, multipart, resumable }));
   for (const router of routers) app.use(router.routes());
   app.use(async (ctx) => {

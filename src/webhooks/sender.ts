@@ -161,10 +161,12 @@ export const createSender = (options: SenderOptions): Sender => {
         };
         const deadline = (): void => void setImmediate(judge);
         let timer = setTimeout(deadline, options.timeoutMs);
-        onStart?.(() => {
+        /** Ends the attempt as cancelled; what is not written to the connection yet is never sent. */
+        const cancel = (c: Dispatcher.DispatchController | null): void => {
           finish({ delivered: false, statusCode, error: CANCELLED, latencyMs: elapsed() });
-          controller?.abort(new Error('cancelled'));
-        });
+          c?.abort(new Error('cancelled'));
+        };
+        onStart?.(() => cancel(controller));
         agent.dispatch(
           { origin: to.origin, path: to.path, method: 'POST', headers: deliveryHeaders(req), body: req.body },
           {
@@ -172,10 +174,7 @@ export const createSender = (options: SenderOptions): Sender => {
               controller = c;
               sentAt = performance.now();
               if (done) c.abort(new Error('deadline')); // the deadline passed while queued for a connection
-              else if (req.wanted?.() === false) {
-                finish({ delivered: false, statusCode: null, error: CANCELLED, latencyMs: elapsed() });
-                c.abort(new Error('cancelled'));
-              }
+              else if (req.wanted?.() === false) cancel(c);
             },
             onResponseStart(_c, status) {
               statusCode = status;

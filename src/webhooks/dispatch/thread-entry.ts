@@ -3,15 +3,10 @@
 // retries the main thread records there. It builds only what the engine needs; its clock is the
 // system's. A failure to start ends the thread with the error, which the main thread reports.
 import { parentPort, workerData } from 'node:worker_threads';
-import { memoryDocumentStores } from '../../../projections/tickets-store-memory.js';
-import { createWorkspaceDirectory } from '../../../projections/workspace-directory.js';
-import type { Core } from '../../app/core.js';
-import { logCore } from '../../app/log-core.js';
+import { backgroundCore } from '../../app/log-core.js';
 import { openDispatcherLog } from '../../bus/roles.js';
 import type { Config } from '../../config/config.js';
 import { systemMicros } from '../../log/clock.js';
-import { createMemoryRateLimiter } from '../../ratelimit/memory.js';
-import { createMemoryNotifier } from '../../updates/memory.js';
 import type { Dispatcher } from './dispatcher.js';
 import { webhooksWithDelivery, type EventSource } from './feature.js';
 import { createLogTail } from './log-tail.js';
@@ -23,17 +18,8 @@ if (port === null) throw new Error('thread-entry runs in a worker thread');
 const { config } = workerData as { config: Config };
 
 const log = await openDispatcherLog(config, systemMicros);
-// The engine reads subscriptions and reports on them through the command handler; the rest of the
-// core (workspace directory, documents, notifier, rate limits) is never used here and stays empty.
-const core: Core = {
-  ...logCore(log, systemMicros),
-  config,
-  directory: createWorkspaceDirectory(),
-  directorySettled: async () => undefined,
-  documents: memoryDocumentStores,
-  notifier: createMemoryNotifier(),
-  rateLimiter: createMemoryRateLimiter({ windowMs: config.rateLimit.windowMs }),
-};
+// The engine reads subscriptions and reports on them through the command handler only.
+const core = backgroundCore(config, log, systemMicros);
 // The dispatcher, as the engine hands it to its event source, for the deletions the main thread forwards.
 let dispatcher: Dispatcher | null = null;
 const source: EventSource = (options) => {

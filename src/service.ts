@@ -141,6 +141,7 @@ export const startService = async (config: Config, options: ServiceOptions = {})
     const changes = await log.readAll({ after: applied, types: directory.types, limit: KEY_CHANGES_PAGE });
     return changes.length < KEY_CHANGES_PAGE ? (changes.at(-1)?.position ?? applied) : log.headPosition();
   });
+  const thread = dispatcherThreadOf(features);
   const { app, routes } = createHttpApp({
     directory,
     rateLimiter: core.rateLimiter,
@@ -154,7 +155,7 @@ export const startService = async (config: Config, options: ServiceOptions = {})
     idempotency: { log, handle, newId: randomId, nowMs: () => Math.floor(clock() / 1000), requestTimeoutMs: config.http.requestTimeoutMs, leaseMs: config.idempotencyLeaseMs },
     modules: [
       adminRoutes({ workspaces, planNames: Object.keys(config.plans), defaultPlan: config.defaultPlan, settled: directoryRunner.waitFor }),
-      metricsRoutes(),
+      metricsRoutes(thread === null ? [] : [{ thread: thread.check.name, usedBytes: thread.heapUsedBytes }]),
       ...features.flatMap((f) => (f.routes === undefined ? [] : [f.routes])),
     ],
   });
@@ -191,7 +192,7 @@ export const startService = async (config: Config, options: ServiceOptions = {})
     server,
     firstApiKey,
     routes,
-    dispatcherThread: dispatcherThreadOf(features),
+    dispatcherThread: thread,
     close: () => (closing ??= close()),
   };
 };

@@ -1,7 +1,8 @@
 // Process metrics in Prometheus' text format at GET /admin/v1/metrics (admin token): resident memory,
 // heap, open handles and event-loop delay, prom-client's default set, for operators and the soak
-// test. The figures are the process's, so one registry serves every service the process runs.
-import { collectDefaultMetrics, Registry } from 'prom-client';
+// test. The figures are the process's, so one registry serves every service the process runs. The
+// default heap figures are the main thread's isolate only: a service's worker threads add theirs.
+import { collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 import type { RouteModule } from '../http/app.js';
 
 let shared: Registry | null = null;
@@ -14,11 +15,36 @@ const registry = (): Registry => {
   return shared;
 };
 
-export const metricsRoutes = (): RouteModule => ({
-  admin(router) {
-    router.get('/metrics', async (ctx) => {
-      ctx.type = registry().contentType;
-      ctx.body = await registry().metrics();
-    });
-  },
-});
+/** A worker thread of the service, by name, with its heap in use (null while it does not answer). */
+export interface WorkerHeap {
+  readonly thread: string;
+  usedBytes(): Promise<number | null>;
+}
+
+export const metricsRoutes = (workers: readonly WorkerHeap[] = []): RouteModule => {
+  // The service's own registry: several services in one process (tests) each have their workers.
+  const own = new Registry();
+  new Gauge({
+    name: 'nodejs_worker_heap_size_used_bytes',
+    help: "Heap in use by each of the service's worker threads, in bytes (a thread that does not answer is left out).",
+    labelNames: ['thread'],
+    registers: [own],
+    async collect() {
+      this.reset();
+      const used = await Promise.all(workers.map((w) => w.usedBytes()));
+      workers.forEach((w, i) => {
+        const bytes = used[i];
+        if (bytes !== null && bytes !== undefined) this.set({ thread: w.thread }, bytes);
+      });
+    },
+  });
+  return {
+    admin(router) {
+      router.get('/metrics', async (ctx) => {
+        const both = Registry.merge([registry(), own]);
+        ctx.type = both.contentType;
+        ctx.body = await both.metrics();
+      });
+    },
+  };
+};

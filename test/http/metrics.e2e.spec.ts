@@ -18,6 +18,8 @@ describe('process metrics (e2e)', () => {
     for (const name of ['process_resident_memory_bytes', 'nodejs_heap_size_used_bytes', 'nodejs_active_handles_total', 'nodejs_eventloop_lag_p99_seconds']) {
       expect(text).to.match(new RegExp(`^${name} \\d`, 'm'));
     }
+    // The delivery thread's heap, which the process's heap figures leave out.
+    expect(text).to.match(/^nodejs_worker_heap_size_used_bytes\{thread="webhook-dispatcher"\} [1-9]\d*$/m);
   });
 
   it('is closed without the admin token', async () => {

@@ -8,7 +8,7 @@ import { createInterface } from 'node:readline';
 import { threadId } from 'node:worker_threads';
 import type { RecordedEvent } from '../../src/log/event-log.js';
 import { startReceiver, type Receiver } from '../support/receiver.js';
-import { call, startTestService, type TestService } from '../support/server.js';
+import { ADMIN_TOKEN, call, startTestService, type TestService } from '../support/server.js';
 import { FAST_RETRIES, emit, eventIdOf, eventually, subscribe } from '../support/webhooks-dispatch.js';
 
 /** A receiver in another process (this one's event loop is about to be blocked): one line per request, `<arrival ms> <body>`. */
@@ -93,6 +93,10 @@ describe('webhook delivery in its worker thread (e2e)', () => {
     const down = await call(`${test.url}/readyz`, 'GET', null);
     expect(down.status).to.equal(503);
     expect(JSON.stringify(down.body)).to.include('webhook-dispatcher');
+    // The metrics still answer, without a heap figure for a thread that is not there.
+    const metrics = await fetch(`${test.url}/admin/v1/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    expect(metrics.status).to.equal(200);
+    expect(await metrics.text()).to.not.include('nodejs_worker_heap_size_used_bytes{');
     for (let i = 0; i < 20; i++) events.push(await emit(test, ws.workspaceId));
 
     await thread.running();

@@ -2,6 +2,7 @@
 // its own connection to the log (shared mode), fed by a tail of the log that also takes up the manual
 // retries the main thread records there. It builds only what the engine needs; its clock is the
 // system's. A failure to start ends the thread with the error, which the main thread reports.
+import { getHeapStatistics } from 'node:v8';
 import { parentPort, workerData } from 'node:worker_threads';
 import { backgroundCore } from '../../app/log-core.js';
 import { openDispatcherLog } from '../../bus/roles.js';
@@ -28,16 +29,17 @@ const source: EventSource = (options) => {
 };
 const engine = webhooksWithDelivery(source)(core);
 const send = (message: FromWorker): void => port.postMessage(message);
+const pong = (id: number): void => send({ kind: 'pong', id, heapUsedBytes: getHeapStatistics().used_heap_size });
 
 const started = engine.start?.();
 let stopping: Promise<void> | null = null;
 port.on('message', (message: ToWorker) => {
-  if (message.kind === 'ping') return send({ kind: 'pong', id: message.id });
+  if (message.kind === 'ping') return pong(message.id);
   if (message.kind === 'deleted') {
     const { subscriptionId } = message;
     // Its attempts in flight are cancelled before its first await: the DELETE may answer now.
     dispatcher?.subscriptionDeleted(subscriptionId).catch((error: unknown) => console.error(`webhook ${subscriptionId}: deleting its delivery history:`, error));
-    return send({ kind: 'pong', id: message.id });
+    return pong(message.id);
   }
   stopping ??= (async () => {
     await started?.catch(() => undefined);

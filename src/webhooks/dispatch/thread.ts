@@ -6,11 +6,12 @@
 // a growing delay when it dies; /readyz names it while it is not running or does not answer.
 import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Worker, type WorkerOptions } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import type { Config } from '../../config/config.js';
 import type { Feature } from '../../app/core.js';
 import type { HealthCheck } from '../../health/checks.js';
 import type { WebhookExtension } from '../feature.js';
+import { startWorker } from '../../shared/worker.js';
 
 /** Main thread → worker. */
 export type ToWorker =
@@ -19,7 +20,7 @@ export type ToWorker =
   /** Answered with a pong once the worker has cancelled the subscription's attempts in flight. */
   | { readonly kind: 'deleted'; readonly subscriptionId: string; readonly id: number };
 /** Worker → main thread. */
-export type FromWorker = { readonly kind: 'ready' } | { readonly kind: 'pong'; readonly id: number };
+export type FromWorker = { readonly kind: 'ready' } | { readonly kind: 'pong'; readonly id: number; readonly heapUsedBytes: number };
 
 export interface DispatcherThreadOptions {
   /** First delay before starting a dead worker again, doubled at each death in a row (default 200 ms). */
@@ -37,6 +38,8 @@ export interface DispatcherThread {
   threadId(): number | null;
   /** Resolves once a worker is running (after a restart, for tests). */
   running(): Promise<void>;
+  /** The worker's heap in use (its isolate's, which the process's own heap figures leave out); null while none answers. */
+  heapUsedBytes(): Promise<number | null>;
   /** Ends the running worker abruptly, as a crash would (tests). */
   kill(): Promise<void>;
   /**
@@ -50,15 +53,13 @@ export interface DispatcherThread {
 
 /** The longest a DELETE waits for the worker to cancel the subscription's attempts in flight. */
 const DELETION_WAIT_MS = 2_000;
+/** The longest a metrics scrape waits for the worker's heap figure. */
+const HEAP_ANSWER_MS = 1_000;
+/** Longer than the health check's own timeout, which answers first. */
+const HEALTH_WAIT_MS = 10_000;
 
-// The worker runs the entry beside this file: compiled, the .js file itself; under tsx (npm start,
-// mocha), the .ts file through a plain JavaScript boot file that loads it with tsx's API.
+// The worker runs the entry beside this file, compiled or under tsx as this file is.
 const ENTRY = new URL(`./thread-entry${extname(fileURLToPath(import.meta.url))}`, import.meta.url);
-
-const newWorker = (options: WorkerOptions & { workerData: object }): Worker =>
-  ENTRY.pathname.endsWith('.ts')
-    ? new Worker(new URL('./thread-boot.mjs', import.meta.url), { ...options, workerData: { ...options.workerData, entry: ENTRY.href } })
-    : new Worker(ENTRY, options);
 
 export const createDispatcherThread = (config: Config, options: DispatcherThreadOptions = {}): DispatcherThread => {
   const firstDelay = options.restartDelayMs ?? 200;
@@ -74,14 +75,14 @@ export const createDispatcherThread = (config: Config, options: DispatcherThread
   let restartTimer: NodeJS.Timeout | undefined;
   let exited: Promise<void> = Promise.resolve();
   let pings = 0;
-  const pongs = new Map<number, () => void>();
+  const pongs = new Map<number, (heapUsedBytes: number) => void>();
   let waiters: (() => void)[] = [];
 
   /** Starts a worker; resolves when it is ready, rejects when it dies first. */
   const spawn = (): Promise<void> =>
     new Promise<void>((resolve, reject) => {
       const started = Date.now();
-      const current = newWorker({ workerData: { config }, name: 'webhook-dispatcher' });
+      const current = startWorker(ENTRY, { workerData: { config }, name: 'webhook-dispatcher' });
       worker = current;
       ready = false;
       let failure: unknown = null;
@@ -93,7 +94,7 @@ export const createDispatcherThread = (config: Config, options: DispatcherThread
           resolve();
           for (const wake of waiters) wake();
           waiters = [];
-        } else pongs.get(message.id)?.();
+        } else pongs.get(message.id)?.(message.heapUsedBytes);
       });
       current.on('error', (error) => {
         failure = error;
@@ -133,20 +134,33 @@ export const createDispatcherThread = (config: Config, options: DispatcherThread
     },
   };
 
+  /**
+   * Sends the worker a message under a fresh id; resolves with its answer (its heap in use), or null
+   * when none runs or it does not answer within `waitMs` (a worker that exits meanwhile never does).
+   */
+  const ask = (message: (id: number) => ToWorker, waitMs: number): Promise<number | null> =>
+    new Promise((resolve) => {
+      if (worker === null || !ready) return resolve(null);
+      const id = ++pings;
+      const timer = setTimeout(() => {
+        pongs.delete(id);
+        resolve(null);
+      }, waitMs);
+      pongs.set(id, (heapUsedBytes) => {
+        clearTimeout(timer);
+        pongs.delete(id);
+        resolve(heapUsedBytes);
+      });
+      worker.postMessage(message(id));
+    });
+  const ping = (waitMs: number) => ask((id) => ({ kind: 'ping', id }), waitMs);
+
   const check: HealthCheck = {
     name: 'webhook-dispatcher',
-    // Running, and its event loop answers.
-    check: () =>
-      new Promise<void>((resolve, reject) => {
-        if (worker === null || !ready) return reject(new Error('webhook dispatcher thread not running'));
-        const id = ++pings;
-        pongs.set(id, () => {
-          pongs.delete(id);
-          resolve();
-        });
-        // Unanswered, the health check's own timeout answers for it (and the worker's exit forgets it).
-        worker.postMessage({ kind: 'ping', id } satisfies ToWorker);
-      }),
+    // Running, and its event loop answers (the health check's own timeout is the shorter wait).
+    async check() {
+      if ((await ping(HEALTH_WAIT_MS)) === null) throw new Error('webhook dispatcher thread not running or not answering');
+    },
   };
 
   const thread: DispatcherThread = {
@@ -156,29 +170,16 @@ export const createDispatcherThread = (config: Config, options: DispatcherThread
     check,
     threadId: () => (ready ? (worker?.threadId ?? null) : null),
     running: () => (ready ? Promise.resolve() : new Promise<void>((resolve) => waiters.push(resolve))),
+    heapUsedBytes: () => ping(HEAP_ANSWER_MS),
     async kill() {
       await worker?.terminate();
     },
     forwardDeletions: (_core, { beforeDeleteAnswered }) => {
       // A worker not running meanwhile reads the subscriptions from the log when it starts; one that
       // does not answer in time is not waited for longer (its own tail meets the deletion).
-      beforeDeleteAnswered.push(
-        (subscriptionId) =>
-          new Promise<void>((resolve) => {
-            if (worker === null || !ready) return resolve();
-            const id = ++pings;
-            const timer = setTimeout(() => {
-              pongs.delete(id);
-              resolve();
-            }, DELETION_WAIT_MS);
-            pongs.set(id, () => {
-              clearTimeout(timer);
-              pongs.delete(id);
-              resolve();
-            });
-            worker.postMessage({ kind: 'deleted', subscriptionId, id } satisfies ToWorker);
-          }),
-      );
+      beforeDeleteAnswered.push(async (subscriptionId) => {
+        await ask((id) => ({ kind: 'deleted', subscriptionId, id }), DELETION_WAIT_MS);
+      });
       return {};
     },
   };

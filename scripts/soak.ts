@@ -1,7 +1,8 @@
 // `npm run soak -- --minutes M [--sample-seconds S] [--clients C] [--seed X]`: the torture's mixed
 // traffic (writers, long polls, webhook subscriptions and their churn) against the embedded service
 // for M minutes (default 10) without crashes, sampling the service process every S seconds (default
-// 15): resident memory, heap, open handles, open descriptors, event-loop delay. At the end the
+// 15): resident memory, heap (the main thread's and the delivery thread's), open handles, open
+// descriptors, event-loop delay. At the end the
 // torture's checks run (nothing lost, doubled or out of order) and the samples must stay flat (last
 // third against the first, scripts/soak/sampler.ts). Last line: one JSON object; exit code 1 on a
 // violation or growth.
@@ -16,7 +17,7 @@ const every = Math.max(1, numberOption('sample-seconds', 15));
 const samples: Sample[] = [];
 const startedAt = Date.now();
 console.log(`soak: ${minutes} min, a sample every ${every} s`);
-console.log('   t (s)   RSS MB   heap MB   handles   fds   loop p99 ms');
+console.log('   t (s)   RSS MB   heap MB   thread heap MB   handles   fds   loop p99 ms');
 const result = await runTorture({
   cycles: Math.max(3, Math.round((minutes * 60) / every)),
   secondsPerCycle: every,
@@ -33,7 +34,7 @@ const result = await runTorture({
     });
     samples.push(s);
     console.log(
-      [s.at_s, s.rss_mb, s.heap_used_mb, s.active_handles, s.open_fds, s.event_loop_p99_ms].map((v, i) => String(v).padStart([8, 9, 10, 10, 6, 14][i] ?? 8)).join(''),
+      [s.at_s, s.rss_mb, s.heap_used_mb, s.worker_heap_used_mb ?? '-', s.active_handles, s.open_fds, s.event_loop_p99_ms].map((v, i) => String(v).padStart([8, 9, 10, 17, 10, 6, 14][i] ?? 8)).join(''),
     );
   },
 });
@@ -55,6 +56,8 @@ console.log(
     rss_mb_last: last?.rss_mb,
     heap_used_mb_first: first?.heap_used_mb,
     heap_used_mb_last: last?.heap_used_mb,
+    thread_heap_used_mb_first: first?.worker_heap_used_mb,
+    thread_heap_used_mb_last: last?.worker_heap_used_mb,
     handles_first: first?.active_handles,
     handles_last: last?.active_handles,
     fds_first: first?.open_fds,

@@ -1,14 +1,18 @@
 // Webhook subscriptions under torture and the receiver they deliver to. Each subscription's URL ends
 // in its own label (/hook/<label>), so a delivery names its subscription even when the create's
-// answer was lost. The receiver records when each delivery arrived, and fails the first attempt of
-// one delivery in eight (by X-Webhook-Id) so retries run across the crashes too. Before a DELETE it
-// fails every delivery of that subscription for a moment, so the DELETE meets retries to cancel.
-import { createHash } from 'node:crypto';
-import { startReceiver, type ReceivedRequest } from '../../test/support/receiver.js';
+// answer was lost. The receiver (its own thread, receiver-thread.ts) records when each delivery
+// arrived, and fails the first attempt of one delivery in eight so retries run across the crashes
+// too. Before a DELETE it fails every delivery of that subscription for a moment, so the DELETE meets
+// retries to cancel.
+import { extname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startWorker } from '../../src/shared/worker.js';
+import type { ReceivedRequest } from '../../test/support/receiver.js';
 import { send } from './http.js';
 import { feedEnd } from './feed.js';
 import type { Outcome, Workspace } from './ledger.js';
 import type { Random } from './random.js';
+import type { FromReceiver, ToReceiver } from './receiver-thread.js';
 import { decide } from './writer.js';
 
 export interface Subscription {
@@ -53,31 +57,33 @@ const TRANSIENT_AT_ONCE = 3;
 const FAIL_BEFORE_DELETE_MS = [200, 800] as const;
 const FILTERS: readonly (readonly string[])[] = [[], ['ticket.created', 'message.created'], ['ticket.closed', 'ticket.reopened', 'ticket.rated', 'contact.created']];
 
-const failsFirstAttempt = (request: ReceivedRequest): boolean =>
-  request.headers['x-webhook-attempt'] === '1' && (createHash('sha256').update(String(request.headers['x-webhook-id'])).digest()[0] ?? 0) % 8 === 0;
-
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+const RECEIVER = new URL(`./receiver-thread${extname(fileURLToPath(import.meta.url))}`, import.meta.url);
+
 export const startHooks = async (baseUrl: () => string, keepRetrying: () => boolean): Promise<Hooks> => {
-  const receiver = await startReceiver();
   const subscriptions: Subscription[] = [];
   const deliveries: Delivery[] = [];
   const lostCreates: string[] = [];
   /** Where each workspace's feed ended when last asked: the next ask reads on from there. */
   const feedEnds = new Map<Workspace, number>();
-  /** Labels whose deliveries are answered 503 (about to be deleted). */
-  const failing = new Set<string>();
-  receiver.respond((request) => {
-    const label = request.path.split('/').at(-1) ?? '';
-    const status = failing.has(label) ? 503 : failsFirstAttempt(request) ? 500 : 200;
-    deliveries.push({ label, request, at: Date.now(), status });
-    return { kind: 'status', status };
+  const thread = startWorker(RECEIVER, { workerData: {}, name: 'torture-receiver' });
+  const tell = (message: ToReceiver) => thread.postMessage(message);
+  let closed = (): void => {};
+  const receiverUrl = await new Promise<string>((resolve, reject) => {
+    thread.once('error', reject);
+    thread.on('message', (message: FromReceiver) => {
+      if (message.kind === 'ready') resolve(message.url);
+      else if (message.kind === 'closed') closed();
+      // A Buffer crosses threads as a plain Uint8Array.
+      else deliveries.push({ label: message.label, request: { ...message.request, body: Buffer.from(message.request.body) }, at: message.at, status: message.status });
+    });
   });
 
   const remove = async (sub: Subscription, random?: Random) => {
     sub.deleteSentAt ??= Date.now();
     if (random !== undefined) {
-      failing.add(sub.label);
+      tell({ kind: 'failing', label: sub.label });
       await pause(random.int(...FAIL_BEFORE_DELETE_MS));
     }
     // A DELETE may be sent again: 404 then means an earlier try deleted it.
@@ -102,7 +108,7 @@ export const startHooks = async (baseUrl: () => string, keepRetrying: () => bool
   const create: Hooks['create'] = async (workspace, label, events, fromOffset) => {
     const sub: Subscription = { label, workspace, events, createOutcome: 'pending', id: null, secret: null, fromOffset: null, deleteSentAt: null, deletedAt: null };
     subscriptions.push(sub);
-    const body = { url: `${receiver.url}/${label}`, events, description: label };
+    const body = { url: `${receiverUrl}/${label}`, events, description: label };
     const decision = await decide(baseUrl, { method: 'POST', path: '/api/v1/webhooks', token: workspace.apiKey, key: label, body }, keepRetrying);
     sub.createOutcome = decision.outcome;
     if (decision.outcome === 'answer_lost') await adopt(sub);
@@ -129,6 +135,12 @@ export const startHooks = async (baseUrl: () => string, keepRetrying: () => bool
         else if (alive.length > 0) await remove(random.pick(alive), random);
       }
     },
-    close: () => receiver.close(),
+    async close() {
+      await new Promise<void>((resolve) => {
+        closed = resolve;
+        tell({ kind: 'close' });
+      });
+      await thread.terminate();
+    },
   };
 };

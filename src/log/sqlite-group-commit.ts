@@ -2,7 +2,10 @@
 // concurrent appends costs one fsync instead of one each. A write must be atomic by itself (one
 // writing statement, or a savepoint of its own): one that throws has written nothing, so it is
 // rejected alone and the others commit. BEGIN IMMEDIATE takes the write lock before the first read,
-// so what a batch reads no other process can change under it.
+// so what a batch reads no other process can change under it. In shared mode another connection may
+// hold that lock: the batch does not wait for it in SQLite's busy handler, which would stop this
+// thread's event loop (a dispatcher thread's record commit once stalled every request of the main
+// thread), but tries again on a timer, with the writes submitted meanwhile joining it.
 import type Database from 'better-sqlite3';
 
 export interface GroupCommitHooks {
@@ -12,6 +15,11 @@ export interface GroupCommitHooks {
   afterCommit(): void;
   /** After the whole batch failed to commit (to discard what it staged). */
   afterRollback(): void;
+}
+
+export interface GroupCommitOptions {
+  /** How long a batch waits for another connection's write lock before it fails (0: fails at once). */
+  readonly lockWaitMs: number;
 }
 
 export interface GroupCommit {
@@ -30,13 +38,37 @@ interface Pending {
 
 type Outcome = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly error: unknown };
 
-export const groupCommit = (db: Database.Database, hooks: GroupCommitHooks): GroupCommit => {
+/** Another connection holds the write lock: the transaction was rolled back with nothing written. */
+const lockedOut = (error: unknown): boolean => (error as { code?: unknown }).code === 'SQLITE_BUSY';
+
+/** The first retry after 1 ms, doubling to 16 ms, each with ±50 % jitter so two waiting writers part. */
+const retryDelayMs = (tries: number): number => Math.min(16, 2 ** (tries - 1)) * (0.5 + Math.random());
+
+export const groupCommit = (db: Database.Database, hooks: GroupCommitHooks, options: GroupCommitOptions = { lockWaitMs: 0 }): GroupCommit => {
   let queue: Pending[] = [];
   let idle: Promise<void> = Promise.resolve();
   let markIdle = (): void => {};
   const stats = { transactions: 0, writes: 0 };
+  // The connection's busy timeout stays for its reads; a batch asks for the lock without it.
+  const waitsForLock = options.lockWaitMs > 0;
+  const busyTimeout = waitsForLock ? Number(db.pragma('busy_timeout', { simple: true })) : 0;
+  /** While the lock is held elsewhere: when the oldest write first met it, and how often since. */
+  let lockedOutSince: number | null = null;
+  let tries = 0;
 
-  const runBatch = (batch: readonly Pending[]): readonly Outcome[] =>
+  // Not prepared once: SQLite sets the busy timeout when a PRAGMA statement is prepared, not when it runs.
+  const setBusyTimeout = (ms: number): void => void db.pragma(`busy_timeout = ${ms}`);
+  const runBatch = (batch: readonly Pending[]): readonly Outcome[] => {
+    if (!waitsForLock) return inTransaction(batch);
+    setBusyTimeout(0);
+    try {
+      return inTransaction(batch);
+    } finally {
+      setBusyTimeout(busyTimeout);
+    }
+  };
+
+  const inTransaction = (batch: readonly Pending[]): readonly Outcome[] =>
     db.transaction(() => {
       const outcomes = batch.map((pending): Outcome => {
         try {
@@ -59,10 +91,22 @@ export const groupCommit = (db: Database.Database, hooks: GroupCommitHooks): Gro
       outcomes = runBatch(batch);
     } catch (error) {
       hooks.afterRollback();
+      const now = Date.now();
+      lockedOutSince = lockedOut(error) ? (lockedOutSince ?? now) : null;
+      if (lockedOutSince !== null && now - lockedOutSince < options.lockWaitMs) {
+        // Still within the wait: the batch goes first in the next try, joined by what comes meanwhile.
+        queue = [...batch, ...queue];
+        setTimeout(flush, retryDelayMs(++tries));
+        return;
+      }
+      lockedOutSince = null;
+      tries = 0;
       batch.forEach((pending) => pending.reject(error));
       markIdle();
       return;
     }
+    lockedOutSince = null;
+    tries = 0;
     stats.transactions += 1;
     stats.writes += batch.length;
     hooks.afterCommit();

@@ -58,7 +58,8 @@ const isKnownId = (error: unknown): boolean =>
 
 export const openSqliteLog = (options: SqliteLogOptions): SqliteEventLog => {
   const shared = options.shared ?? false;
-  const db = openLogDatabase(options.file, { shared, busyTimeoutMs: options.busyTimeoutMs ?? 5000 });
+  const busyTimeoutMs = options.busyTimeoutMs ?? 5000;
+  const db = openLogDatabase(options.file, { shared, busyTimeoutMs });
   const clock = options.clock ?? systemMicros;
   const pageSize = options.pageSize ?? 1000;
 
@@ -109,7 +110,7 @@ export const openSqliteLog = (options: SqliteLogOptions): SqliteEventLog => {
     afterRollback: () => {
       stagedOffsets = new Map();
     },
-  });
+  }, { lockWaitMs: shared ? busyTimeoutMs : 0 });
 
   const ensureOpen = (): void => {
     if (closed) throw new LogUnavailable(`event log ${options.file} is closed`);

@@ -29,8 +29,11 @@ const KEY_HEX = /^[0-9a-f]{64}$/i;
 
 export const KEY_FILE = 'webhook-secret.key';
 
-/** A new subscription secret: long, random, URL-safe. */
-export const newWebhookSecret = (): string => `whsec_${randomBytes(32).toString('base64url')}`;
+/**
+ * A new subscription secret: 32 random bytes in the Standard Webhooks serialization (`whsec_` and
+ * standard base64), so the official libraries take it as it is (src/webhooks/signature.ts).
+ */
+export const newWebhookSecret = (): string => `whsec_${randomBytes(32).toString('base64')}`;
 
 const keyFromFile = (dataDir: string): Buffer => {
   const file = path.join(dataDir, KEY_FILE);

@@ -4,8 +4,9 @@
 // any network error is a failure with a readable `error`. The response body is read up to a cap and
 // discarded, so connections can be reused and a huge answer costs nothing.
 import { Agent, type Dispatcher } from 'undici';
+import { systemMicros, type MicrosClock } from '../log/clock.js';
 import { createAddressGuard, guardedConnector } from './address-guard.js';
-import { sign } from './signature.js';
+import { sign, signStandard, standardKey } from './signature.js';
 
 export interface DeliveryRequest {
   readonly url: string;
@@ -47,18 +48,27 @@ export interface SenderOptions {
   readonly maxResponseBytes?: number;
   /** Sockets per origin; unlimited when omitted. */
   readonly maxConnections?: number;
+  /** The send time each attempt signs as webhook-timestamp; the system's when omitted. */
+  readonly clock?: MicrosClock;
 }
 
 const USER_AGENT = 'support-platform-webhooks/1';
 const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024;
 
-export const deliveryHeaders = (req: DeliveryRequest): Record<string, string> => ({
+/**
+ * The contract's headers, then the Standard Webhooks ones: webhook-id is the delivery id (the same in
+ * every retry, as the standard's idempotency key), webhook-timestamp this attempt's send time.
+ */
+export const deliveryHeaders = (req: DeliveryRequest, sentAtSeconds: number): Record<string, string> => ({
   'content-type': 'application/json',
   'user-agent': USER_AGENT,
   'x-webhook-signature': sign(req.secret, req.body),
   'x-webhook-event': req.eventType,
   'x-webhook-id': req.deliveryId,
   'x-webhook-attempt': String(req.attempt),
+  'webhook-id': req.deliveryId,
+  'webhook-timestamp': String(sentAtSeconds),
+  'webhook-signature': signStandard(standardKey(req.secret), req.deliveryId, sentAtSeconds, req.body),
 });
 
 const NETWORK_ERRORS: Readonly<Record<string, string>> = {
@@ -111,6 +121,7 @@ const target = (raw: string): { readonly origin: string; readonly path: string }
 
 export const createSender = (options: SenderOptions): Sender => {
   const cap = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+  const clock = options.clock ?? systemMicros;
   const agent = new Agent({
     connect: guardedConnector(createAddressGuard(options.allowedNetworks), { timeout: options.timeoutMs }),
     connections: options.maxConnections ?? null,
@@ -168,7 +179,7 @@ export const createSender = (options: SenderOptions): Sender => {
         };
         onStart?.(() => cancel(controller));
         agent.dispatch(
-          { origin: to.origin, path: to.path, method: 'POST', headers: deliveryHeaders(req), body: req.body },
+          { origin: to.origin, path: to.path, method: 'POST', headers: deliveryHeaders(req, Math.floor(clock() / 1_000_000)), body: req.body },
           {
             onRequestStart(c) {
               controller = c;

@@ -4,7 +4,7 @@ import { expect } from 'chai';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { createSender, type DeliveryRequest, type Sender } from '../../src/webhooks/sender.js';
-import { verifySignature } from '../../src/webhooks/signature.js';
+import { signStandard, standardKey, verifySignature } from '../../src/webhooks/signature.js';
 import { startReceiver, type Receiver } from '../support/receiver.js';
 
 const LOOPBACK = ['127.0.0.0/8', '::1/128'];
@@ -60,6 +60,23 @@ describe('webhook sender (real receiver)', () => {
     expect(verifySignature(SECRET, received?.body ?? Buffer.alloc(0), header)).to.equal(true);
     const reserialized = JSON.stringify(JSON.parse(received?.body.toString('utf8') ?? ''));
     expect(verifySignature(SECRET, reserialized, header)).to.equal(false);
+  });
+
+  it('adds the Standard Webhooks headers: the delivery id, the send time from its clock, the v1 signature of both and the bytes', async () => {
+    const at = 1_900_000_000;
+    const clocked = createSender({ timeoutMs: 300, allowedNetworks: LOOPBACK, clock: () => at * 1_000_000 + 999_999 });
+    try {
+      expect(await clocked.send(requestTo(receiver.url))).to.include({ delivered: true });
+    } finally {
+      await clocked.close();
+    }
+    const [received] = receiver.requests;
+    expect(received?.headers).to.include({
+      'webhook-id': 'd1',
+      'webhook-timestamp': String(at),
+      'webhook-signature': signStandard(standardKey(SECRET), 'd1', at, BODY),
+    });
+    expect(received?.headers['webhook-signature']).to.not.equal(signStandard(standardKey(SECRET), 'd1', at + 1, BODY));
   });
 
   it('counts any 2xx as delivered', async () => {

@@ -34,6 +34,12 @@ import { operatorsFeature } from './operators/feature.js';
 import { webhooksWithDeliveryFeature } from './webhooks/dispatch/feature.js';
 import { dispatcherThreadOf, type DispatcherThread } from './webhooks/dispatch/thread.js';
 import { createTicketsFeature } from './tickets/feature.js';
+import { openApiRoutes } from './openapi/routes.js';
+import type { RouteModule } from './http/app.js';
+
+
+/** The route modules, and the one that describes them (GET /api/v1/openapi.json). */
+const withApiDocument = (modules: RouteModule[]): RouteModule[] => [...modules, openApiRoutes(modules)];
 
 export interface Service {
   readonly core: Core;
@@ -153,11 +159,11 @@ export const startService = async (config: Config, options: ServiceOptions = {})
     // Only the embedded role writes every key change itself; other API servers share the log.
     ...(config.role === 'all' ? {} : { keysCurrent: async () => directoryRunner.waitFor(await lastKeyChange()) }),
     idempotency: { log, handle, newId: randomId, nowMs: () => Math.floor(clock() / 1000), requestTimeoutMs: config.http.requestTimeoutMs, leaseMs: config.idempotencyLeaseMs },
-    modules: [
+    modules: withApiDocument([
       adminRoutes({ workspaces, planNames: Object.keys(config.plans), defaultPlan: config.defaultPlan, settled: directoryRunner.waitFor }),
       metricsRoutes(thread === null ? [] : [{ thread: thread.check.name, usedBytes: thread.heapUsedBytes }]),
       ...features.flatMap((f) => (f.routes === undefined ? [] : [f.routes])),
-    ],
+    ]),
   });
   const server = createHttpServer(app, config.http);
   await new Promise<void>((resolve, reject) => {

@@ -8,7 +8,9 @@ import { domainError } from '../domain/errors.js';
 import { business, invalid } from '../http/api-error.js';
 import type { RouteModule } from '../http/app.js';
 import type { ApiContext } from '../http/context.js';
+import { answer, refusal, type Operation } from '../http/operations.js';
 import { boundedInt, decode, text } from '../http/validation.js';
+import { PageOf } from '../tickets/views.js';
 import type { ArticleIndex } from './article-index.js';
 
 const Title = text(300);
@@ -18,7 +20,20 @@ const PatchArticle = t.partial({ title: Title, body: Body });
 const ListQuery = t.partial({ page: boundedInt(1, 1_000_000), page_size: boundedInt(1, 100) });
 const ArticleId = t.type({ article_id: t.string });
 
-const view = ({ workspace_id: _, ...article }: Article) => article;
+const ArticleView = t.type({ id: t.string, title: t.string, body: t.string, created_at: t.string, updated_at: t.string });
+
+const view = ({ workspace_id: _, ...article }: Article): t.TypeOf<typeof ArticleView> => article;
+
+const notIncluded = refusal(403, 'business', 'PLAN_FEATURE_UNAVAILABLE: the plan has no knowledge base');
+const articleNotFound = refusal(404, 'business', 'ARTICLE_NOT_FOUND');
+
+const operations: readonly Operation[] = [
+  { method: 'post', path: '/articles', summary: 'Create a knowledge-base article', body: CreateArticle, answers: [answer(201, 'The article', ArticleView), notIncluded] },
+  { method: 'get', path: '/articles', summary: 'List articles', query: ListQuery, answers: [answer(200, 'A page of articles', PageOf(ArticleView)), notIncluded] },
+  { method: 'get', path: '/articles/:article_id', summary: 'Read one article', params: ArticleId, answers: [answer(200, 'The article', ArticleView), notIncluded, articleNotFound] },
+  { method: 'patch', path: '/articles/:article_id', summary: 'Change title or body', params: ArticleId, body: PatchArticle, answers: [answer(200, 'The article', ArticleView), notIncluded, articleNotFound] },
+  { method: 'delete', path: '/articles/:article_id', summary: 'Delete an article', params: ArticleId, answers: [answer(204, 'Deleted'), notIncluded, articleNotFound] },
+];
 
 const notFound = (articleId: string) => business(domainError('ARTICLE_NOT_FOUND', 'Article not found', { article_id: articleId }));
 
@@ -41,6 +56,7 @@ export const articleRoutes = (core: Core, index: ArticleIndex, settled: (positio
   const target = (ctx: ApiContext) => ({ workspaceId: ctx.state.workspace.id, articleId: decode(ArticleId, ctx.params, 'path').article_id, at: isoMicros(core.clock()) });
 
   return {
+    operations,
     api(router) {
       router.post('/articles', async (ctx: ApiContext) => {
         requireKnowledgeBase(ctx);

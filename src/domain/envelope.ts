@@ -1,6 +1,13 @@
 // The event envelope every delivery and every /updates item carries (spec "Event envelope").
 // One pure function builds it from a recorded event, so webhooks and /updates carry the same bytes.
+import * as t from 'io-ts';
 import type { JsonObject, RecordedEvent } from '../log/event-log.js';
+
+/** The envelope's shape for one event type and its data (generic by default), as the API document shows it. */
+export const EnvelopeOf = <T extends t.Mixed, D extends t.Mixed>(type: T, data: D) =>
+  t.type({ id: t.string, type, timestamp: t.string, workspace_id: t.string, data, _links: t.record(t.string, t.string) });
+
+export const AnyEnvelope = EnvelopeOf(t.string, t.UnknownRecord);
 
 export interface Envelope {
   readonly id: string;

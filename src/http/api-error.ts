@@ -1,7 +1,9 @@
 // The three error body formats of the contract (spec "Errors"): the business envelope, the short
 // form {detail: string}, and schema validation {detail: [problem]}. Routes throw ApiFailure values;
-// one middleware (middleware/errors.ts) renders them.
-import type { DomainError, ErrorCode } from '../domain/errors.js';
+// one middleware (middleware/errors.ts) renders them, in the shapes of the codecs below (which the
+// API document describes them with).
+import * as t from 'io-ts';
+import { ERROR_CODES, type DomainError, type ErrorCode } from '../domain/errors.js';
 import type { JsonObject } from '../log/event-log.js';
 import { statusOf } from './error-status.js';
 
@@ -15,6 +17,15 @@ export type ApiError =
   | { readonly kind: 'business'; readonly status: number; readonly code: ErrorCode; readonly message: string; readonly detail: JsonObject | null }
   | { readonly kind: 'short'; readonly status: number; readonly detail: string }
   | { readonly kind: 'validation'; readonly problems: readonly Problem[] };
+
+const ErrorCodeName = t.keyof(Object.fromEntries(ERROR_CODES.map((code) => [code, null])) as Record<ErrorCode, null>);
+
+/** The business envelope. */
+export const BusinessErrorBody = t.type({ error_code: ErrorCodeName, error_message: t.string, detail: t.union([t.UnknownRecord, t.null]), request_id: t.string });
+/** The short form. */
+export const ShortErrorBody = t.type({ detail: t.string });
+/** The schema 422. */
+export const ValidationErrorBody = t.type({ detail: t.readonlyArray(t.type({ type: t.string, loc: t.readonlyArray(t.union([t.string, t.number])), msg: t.string })) });
 
 export class ApiFailure extends Error {
   constructor(

@@ -14,6 +14,7 @@ import { errors } from './middleware/errors.js';
 import { idempotency, type IdempotencyOptions } from './middleware/idempotency.js';
 import { maintenance } from './middleware/maintenance.js';
 import { requestId } from './middleware/request-id.js';
+import type { Operation } from './operations.js';
 
 export type ApiRouter = Router<ApiState>;
 
@@ -26,6 +27,8 @@ export interface RouteModule {
   readonly open?: (router: ApiRouter) => void;
   /** Full paths of routes whose body is multipart, which read it themselves (no JSON parsing). */
   readonly multipart?: readonly string[];
+  /** Its public routes (`api`, and open ones under /api/v1) as the API document describes them. */
+  readonly operations?: readonly Operation[];
 }
 
 export interface HttpAppOptions extends Pick<AuthOptions, 'keysCurrent'> {

@@ -2,6 +2,7 @@
 // {detail: [{type, loc, msg}]}. Inside the service, decoded values are trusted.
 import * as t from 'io-ts';
 import { invalid, type Problem } from './api-error.js';
+import { describedAs } from './json-schema.js';
 
 export type Location = 'body' | 'query' | 'path' | 'header';
 
@@ -86,7 +87,7 @@ export const decode = <C extends t.Mixed>(codec: C, value: unknown, where: Locat
 };
 
 const integerCodec = (min: number, max: number, name: string, read: (u: unknown) => unknown) =>
-  new t.Type<number, number, unknown>(
+  describedAs(new t.Type<number, number, unknown>(
     name,
     (u): u is number => typeof u === 'number' && Number.isSafeInteger(u) && u >= min && u <= max,
     (u, c) => {
@@ -96,7 +97,7 @@ const integerCodec = (min: number, max: number, name: string, read: (u: unknown)
         : t.failure(u, c, `Input should be an integer from ${min} to ${max}`);
     },
     (n) => n,
-  );
+  ), { type: 'integer', minimum: min, maximum: max });
 
 /** An integer within bounds in a query string (its digits) or a JSON number. */
 export const boundedInt = (min: number, max: number, name = `integer ${min}..${max}`) =>
@@ -107,7 +108,7 @@ export const jsonInt = (min: number, max: number, name = `integer ${min}..${max}
 
 /** A string with a maximum length (blankness is the domain's call). */
 export const text = (maxLength: number, name = `string (max ${maxLength})`) =>
-  new t.Type<string, string, unknown>(
+  describedAs(new t.Type<string, string, unknown>(
     name,
     (u): u is string => typeof u === 'string' && u.length <= maxLength,
     (u, c) =>
@@ -115,10 +116,10 @@ export const text = (maxLength: number, name = `string (max ${maxLength})`) =>
         ? t.success(u)
         : t.failure(u, c, typeof u === 'string' ? `String should have at most ${maxLength} characters` : 'Input should be a valid string'),
     (s) => s,
-  );
+  ), { type: 'string', maxLength });
 
 /** A query parameter that may be repeated or comma separated, as a list of non-empty names. */
-export const nameList = new t.Type<string[], string[], unknown>(
+export const nameList = describedAs(new t.Type<string[], string[], unknown>(
   'list of names',
   (u): u is string[] => Array.isArray(u) && u.every((s) => typeof s === 'string'),
   (u, c) => {
@@ -127,4 +128,4 @@ export const nameList = new t.Type<string[], string[], unknown>(
     return t.success([...new Set((parts as string[]).map((p) => p.trim()).filter((p) => p !== ''))]);
   },
   (l) => l,
-);
+), { type: 'array', items: { type: 'string' }, description: 'Repeated, or comma separated' });

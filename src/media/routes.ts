@@ -14,6 +14,7 @@ import { business, invalid, notFound } from '../http/api-error.js';
 import type { RouteModule } from '../http/app.js';
 import type { ApiContext } from '../http/context.js';
 import { decode } from '../http/validation.js';
+import { answer, refusal, type Operation } from '../http/operations.js';
 import type { MediaStore } from './media-store.js';
 import { receiveUpload } from './upload.js';
 
@@ -29,6 +30,24 @@ const BucketUrl = new t.Type<string, string, unknown>(
   (s) => s,
 );
 const BucketBody = t.type({ base_url: t.union([BucketUrl, t.null]) });
+
+const Upload = t.type({ id: t.string, file_name: t.string, content_type: t.string, size: t.number, url: t.string });
+
+const operations: readonly Operation[] = [
+  {
+    method: 'post',
+    path: '/media/upload',
+    summary: 'Upload one file (multipart/form-data, one part named "file" with a filename)',
+    body: 'multipart-file',
+    answers: [answer(201, 'The stored file', Upload), refusal(413, 'business', 'MEDIA_TOO_LARGE'), refusal(502, 'business', 'MEDIA_UPLOAD_FAILED')],
+  },
+  {
+    method: 'get',
+    path: '/media/:media_id',
+    summary: 'Download a file, served inert',
+    answers: [{ status: 200, description: 'The file, with its content type', media: 'binary' }, answer(302, "Redirect to the workspace's own bucket, when one is set"), refusal(404, 'short', 'File not found')],
+  },
+];
 
 /**
  * Types a browser shows without running anything; every other upload (HTML, SVG, XML, scripts, PDF,
@@ -60,6 +79,7 @@ export const mediaRoutes = (core: Core, store: MediaStore): RouteModule => {
     (await loadState(core.log, mediaBucketStream(workspaceId), mediaBucketAggregate.evolve, mediaBucketAggregate.initial)).state;
 
   return {
+    operations,
     multipart: ['/api/v1/media/upload'],
     api(router) {
       router.post('/media/upload', async (ctx: ApiContext) => {
@@ -74,7 +94,8 @@ export const mediaRoutes = (core: Core, store: MediaStore): RouteModule => {
         const file = result.right.state;
         if (file === null) throw new Error('media upload recorded no event');
         ctx.status = 201;
-        ctx.body = { id: file.media_id, file_name: file.file_name, content_type: file.content_type, size: file.size, url: file.url };
+        const uploaded: t.TypeOf<typeof Upload> = { id: file.media_id, file_name: file.file_name, content_type: file.content_type, size: file.size, url: file.url };
+        ctx.body = uploaded;
       });
 
       router.get('/media/:media_id', async (ctx: ApiContext) => {

@@ -1,17 +1,18 @@
 // Request bodies and query strings of the tickets feature, as io-ts codecs (decoded at the edge).
 import * as t from 'io-ts';
 import { TicketPriority, TicketStatus } from '../domain/catalogue.js';
+import { describedAs } from '../http/json-schema.js';
 import { boundedInt, jsonInt, text } from '../http/validation.js';
 
 const nullable = <C extends t.Mixed>(codec: C) => t.union([codec, t.null]);
 
 /** Telegram user ids are integers; accepted as a number or a string, kept as a string. */
-const TelegramId = new t.Type<string, string, unknown>(
+const TelegramId = describedAs(new t.Type<string, string, unknown>(
   'telegram id (string or integer)',
   (u): u is string => typeof u === 'string',
   (u, c) => (typeof u === 'string' && u.length <= 64 ? t.success(u) : Number.isSafeInteger(u) ? t.success(String(u)) : t.failure(u, c, 'Input should be a string or an integer')),
   (s) => s,
-);
+), { anyOf: [{ type: 'string', maxLength: 64 }, { type: 'integer' }] });
 
 export const ContactInput = t.exact(
   t.partial({

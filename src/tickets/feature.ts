@@ -7,6 +7,7 @@ import { createTicketQuota } from './quota.js';
 import { createTicketReadModels } from './read-models.js';
 import { contactRoutes } from './routes-contacts.js';
 import { internalRoutes } from './routes-internal.js';
+import { ticketOperations } from './operations.js';
 import { messageRoutes } from './routes-messages.js';
 import { ticketRoutes } from './routes-tickets.js';
 import { createTicketCommands } from './ticket-commands.js';
@@ -33,6 +34,7 @@ export const createTicketsFeature = (core: Core): Feature => {
     routes: {
       api: (router) => api.forEach((register) => register(router)),
       internal: internalRoutes(deps),
+      operations: ticketOperations,
     },
     start: () => readModels.start(),
     stop: () => readModels.stop(),

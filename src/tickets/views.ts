@@ -1,10 +1,58 @@
-// Response bodies: read-model rows without their bookkeeping fields, and list pages.
+// Response bodies: read-model rows without their bookkeeping fields, and list pages. Each view's
+// shape is a codec, which types the view function and describes the answer in the API document.
+import * as t from 'io-ts';
 import type { ContactRow } from '../../projections/contacts.js';
 import type { MessageRow } from '../../projections/tickets-messages.js';
 import type { TicketRow } from '../../projections/tickets.js';
 import type { Page } from '../../projections/tickets-store.js';
+import { SenderType, TicketPriority, TicketStatus } from '../domain/catalogue.js';
 
-export const ticketView = (row: TicketRow) => ({
+const nullableStr = t.union([t.string, t.null]);
+
+export const TicketView = t.type({
+  id: t.string,
+  contact_id: t.string,
+  subject: nullableStr,
+  status: TicketStatus,
+  priority: TicketPriority,
+  last_message_preview: nullableStr,
+  rating: t.union([t.number, t.null]),
+  rating_comment: nullableStr,
+  operator_id: nullableStr,
+  department_id: nullableStr,
+  created_at: t.string,
+  closed_at: nullableStr,
+});
+
+export const MessageView = t.type({
+  id: t.string,
+  ticket_id: t.string,
+  sender_type: SenderType,
+  sender_id: nullableStr,
+  sender_name: nullableStr,
+  content: t.string,
+  is_internal: t.boolean,
+  media: t.readonlyArray(t.type({ id: t.string, url: t.string, file_name: t.string, content_type: t.string, size: t.number })),
+  created_at: t.string,
+  edited_at: nullableStr,
+  reactions: t.readonlyArray(t.type({ reactor_kind: t.string, reactor_id: t.string, emoji: t.string })),
+});
+
+export const ContactView = t.type({
+  id: t.string,
+  internal_id: nullableStr,
+  email: nullableStr,
+  full_name: nullableStr,
+  phone: nullableStr,
+  telegram_id: nullableStr,
+  is_blocked: t.boolean,
+  created_at: t.string,
+});
+
+/** A list page of `item`s. */
+export const PageOf = <C extends t.Mixed>(item: C) => t.type({ items: t.array(item), page: t.number, page_size: t.number, total: t.number });
+
+export const ticketView = (row: TicketRow): t.TypeOf<typeof TicketView> => ({
   id: row.id,
   contact_id: row.contact_id,
   subject: row.subject,
@@ -19,9 +67,9 @@ export const ticketView = (row: TicketRow) => ({
   closed_at: row.closed_at,
 });
 
-export const messageView = (row: MessageRow) => ({ ...row });
+export const messageView = (row: MessageRow): t.TypeOf<typeof MessageView> => ({ ...row });
 
-export const contactView = (row: ContactRow) => ({
+export const contactView = (row: ContactRow): t.TypeOf<typeof ContactView> => ({
   id: row.id,
   internal_id: row.internal_id,
   email: row.email,

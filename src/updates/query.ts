@@ -3,6 +3,7 @@
 import * as t from 'io-ts';
 import { PUBLIC_EVENT_TYPES, isPublicEventType, type PublicEventType } from '../domain/event-types.js';
 import { invalid } from '../http/api-error.js';
+import { describedAs } from '../http/json-schema.js';
 import { boundedInt, decode, nameList } from '../http/validation.js';
 
 export interface UpdatesQuery {
@@ -20,7 +21,7 @@ export interface UpdatesQuery {
  */
 export const MAX_OFFSET_AHEAD_MICROS = 86_400_000_000;
 
-const eventTypes = new t.Type<PublicEventType[], PublicEventType[], unknown>(
+const eventTypes = describedAs(new t.Type<PublicEventType[], PublicEventType[], unknown>(
   'list of event names',
   (u): u is PublicEventType[] => Array.isArray(u) && u.every((s) => typeof s === 'string' && isPublicEventType(s)),
   (u, c) => {
@@ -31,9 +32,9 @@ const eventTypes = new t.Type<PublicEventType[], PublicEventType[], unknown>(
     return t.success(names.right as PublicEventType[]);
   },
   (l) => l,
-);
+), { type: 'array', items: { type: 'string', enum: [...PUBLIC_EVENT_TYPES] }, description: 'Repeated, or comma separated' });
 
-const Query = t.partial({
+export const UpdatesQuery = t.partial({
   offset: boundedInt(0, Number.MAX_SAFE_INTEGER),
   types: eventTypes,
   limit: boundedInt(1, 1000),
@@ -41,7 +42,7 @@ const Query = t.partial({
 });
 
 export const parseUpdatesQuery = (query: unknown, nowMicros: number): UpdatesQuery => {
-  const decoded = decode(Query, query, 'query');
+  const decoded = decode(UpdatesQuery, query, 'query');
   const offset = decoded.offset ?? 0;
   if (offset > nowMicros + MAX_OFFSET_AHEAD_MICROS) {
     throw invalid([{ type: 'value_error', loc: ['query', 'offset'], msg: 'Offset is more than a day ahead of the server clock; pass microseconds since the Unix epoch' }]);

@@ -1,12 +1,26 @@
 // GET /api/v1/updates: long polling (spec "Endpoints", DESIGN.md "Decisions"). The auth middleware
 // has counted the request once already, however long it then waits.
+import * as t from 'io-ts';
+import { AnyEnvelope } from '../domain/envelope.js';
 import type { RouteModule } from '../http/app.js';
+import { answer } from '../http/operations.js';
 import type { MicrosClock } from '../log/clock.js';
 import { feedItem } from './feed-item.js';
 import type { LongPoll } from './long-poll.js';
-import { parseUpdatesQuery } from './query.js';
+import { UpdatesQuery, parseUpdatesQuery } from './query.js';
+
+const UpdatesPage = t.type({ items: t.array(t.intersection([AnyEnvelope, t.type({ offset: t.number })])), next_offset: t.number });
 
 export const updatesRoutes = (deps: { readonly clock: MicrosClock; readonly longPoll: LongPoll }): RouteModule => ({
+  operations: [
+    {
+      method: 'get',
+      path: '/updates',
+      summary: 'Long polling: the public events from an offset (microseconds), waiting up to `timeout` seconds for one',
+      query: UpdatesQuery,
+      answers: [answer(200, 'The events in log order, and the offset to ask from next', UpdatesPage)],
+    },
+  ],
   api(router) {
     router.get('/updates', async (ctx) => {
       const query = parseUpdatesQuery(ctx.query, deps.clock());
@@ -19,7 +33,8 @@ export const updatesRoutes = (deps: { readonly clock: MicrosClock; readonly long
       ctx.set('Cache-Control', 'no-store');
       // The server is closing: a keep-alive connection would hold its close until the idle timeout.
       if (deps.longPoll.draining()) ctx.set('Connection', 'close');
-      ctx.body = { items: events.map(feedItem), next_offset: last === undefined ? query.offset : (last.offset as number) + 1 };
+      const page: t.TypeOf<typeof UpdatesPage> = { items: events.map(feedItem), next_offset: last === undefined ? query.offset : (last.offset as number) + 1 };
+      ctx.body = page;
     });
   },
 });

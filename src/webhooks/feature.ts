@@ -25,10 +25,10 @@ export type WebhookExtension = (core: Core, parts: WebhookParts) => Omit<Feature
 
 const SURFACES = ['api', 'admin', 'internal', 'open'] as const;
 
-const mergeRoutes = (modules: readonly (RouteModule | undefined)[]): RouteModule =>
-  Object.fromEntries(
-    SURFACES.map((surface) => [surface, (router: ApiRouter) => modules.forEach((m) => m?.[surface]?.(router))]),
-  ) as RouteModule;
+const mergeRoutes = (modules: readonly (RouteModule | undefined)[]): RouteModule => ({
+  ...(Object.fromEntries(SURFACES.map((surface) => [surface, (router: ApiRouter) => modules.forEach((m) => m?.[surface]?.(router))])) as RouteModule),
+  operations: modules.flatMap((m) => m?.operations ?? []),
+});
 
 export const createWebhooksFeature = (core: Core, extensions: readonly WebhookExtension[] = []): Feature => {
   const { webhooks, dataDir } = core.config;

@@ -7,6 +7,7 @@ import { envelopeOf, isoLocal } from '../domain/envelope.js';
 import { domainError, type DomainError } from '../domain/errors.js';
 import {
   WEBHOOK_TEST_EVENT,
+  WebhookTestData,
   subscriptionAggregate,
   subscriptionStream,
   type SubscriptionCommand,
@@ -15,7 +16,8 @@ import {
 import { ApiFailure, business, notFound } from '../http/api-error.js';
 import type { RouteModule } from '../http/app.js';
 import type { ApiContext } from '../http/context.js';
-import { decode, text } from '../http/validation.js';
+import { answer, refusal, type Operation } from '../http/operations.js';
+import { decode, jsonInt, text } from '../http/validation.js';
 import { newWebhookSecret, type SecretBox } from './secrets.js';
 import type { Sender } from './sender.js';
 import { sign } from './signature.js';
@@ -45,7 +47,50 @@ const Params = t.type({ webhook_id: t.string });
 
 const TEST_MESSAGE = 'Test event: if you can read this, your endpoint receives webhooks.';
 
-const view = (id: string, s: Pick<SubscriptionState, 'url' | 'events' | 'isActive' | 'description' | 'createdAt'>) => ({
+const Count = jsonInt(0, Number.MAX_SAFE_INTEGER, 'integer');
+const WebhookView = t.type({ id: t.string, url: t.string, events: t.readonlyArray(t.string), is_active: t.boolean, description: t.string, created_at: t.string });
+const TestResult = t.type({
+  delivered: t.boolean,
+  status_code: t.union([jsonInt(100, 599), t.null]),
+  error: t.union([t.string, t.null]),
+  latency_ms: Count,
+  delivery_id: t.string,
+  signature_header: t.string,
+});
+
+export const webhookNotFound = refusal(404, 'short', 'Webhook not found');
+const unknownEvents = refusal(422, 'business', 'VALIDATION_ERROR: unknown event names (detail.unknown, detail.valid)');
+
+const operations: readonly Operation[] = [
+  {
+    method: 'post',
+    path: '/webhooks',
+    summary: 'Subscribe a URL to events (all when `events` is empty or omitted); the secret is shown only here',
+    body: Create,
+    answers: [answer(201, 'The subscription with its secret', t.intersection([WebhookView, t.type({ secret: t.string })])), unknownEvents, refusal(422, 'business', 'WEBHOOK_LIMIT_REACHED')],
+  },
+  { method: 'get', path: '/webhooks', summary: "The workspace's subscriptions", answers: [answer(200, 'The subscriptions, without secrets', t.type({ items: t.array(WebhookView) }))] },
+  {
+    method: 'patch',
+    path: '/webhooks/:webhook_id',
+    summary: 'Change the fields passed; is_active true also resets consecutive_failures',
+    params: Params,
+    body: Patch,
+    answers: [answer(200, 'The subscription', t.intersection([WebhookView, t.type({ consecutive_failures: Count })])), webhookNotFound, unknownEvents],
+  },
+  { method: 'delete', path: '/webhooks/:webhook_id', summary: 'Delete a subscription, its delivery history and its scheduled retries', params: Params, answers: [answer(204, 'Deleted'), webhookNotFound] },
+  {
+    method: 'post',
+    path: '/webhooks/:webhook_id/test',
+    summary: 'Send one webhook.test delivery now, once, and report how it went',
+    params: Params,
+    answers: [answer(200, 'The result of the one attempt', TestResult), webhookNotFound, refusal(503, 'business', "SERVICE_UNAVAILABLE: the subscription's secret does not open with this server's keys")],
+  },
+];
+
+const testData = (webhookId: string): t.TypeOf<typeof WebhookTestData> => ({ webhook_id: webhookId, message: TEST_MESSAGE });
+
+const view = (id: string, s: Pick<SubscriptionState, 'url' | 'events' | 'isActive' | 'description' | 'createdAt'>): t.TypeOf<typeof WebhookView> => ({
   id,
   url: s.url,
   events: s.events,
@@ -88,6 +133,7 @@ export const webhookRoutes = (core: Core, deps: WebhookRouteDeps): RouteModule =
   };
 
   return {
+    operations,
     api(router) {
       router.post('/webhooks', async (ctx) => {
         const body = decode(Create, ctx.request.body, 'body');
@@ -146,11 +192,11 @@ export const webhookRoutes = (core: Core, deps: WebhookRouteDeps): RouteModule =
         const { webhook_id: id } = decode(Params, ctx.params, 'path');
         const workspaceId = ctx.state.workspace.id;
         const { state, secret } = await current(workspaceId, id);
-        const envelope = envelopeOf({ id: core.resourceId('event'), type: WEBHOOK_TEST_EVENT, micros: core.clock(), workspaceId, data: { webhook_id: id, message: TEST_MESSAGE } });
+        const envelope = envelopeOf({ id: core.resourceId('event'), type: WEBHOOK_TEST_EVENT, micros: core.clock(), workspaceId, data: testData(id) });
         const body = Buffer.from(JSON.stringify(envelope));
         const deliveryId = core.resourceId('delivery');
         const outcome = await deps.sender.send({ url: state.url, body, eventType: WEBHOOK_TEST_EVENT, deliveryId, attempt: 1, secret });
-        ctx.body = {
+        const result: t.TypeOf<typeof TestResult> = {
           delivered: outcome.delivered,
           status_code: outcome.statusCode,
           error: outcome.error,
@@ -158,6 +204,7 @@ export const webhookRoutes = (core: Core, deps: WebhookRouteDeps): RouteModule =
           delivery_id: deliveryId,
           signature_header: sign(secret, body),
         };
+        ctx.body = result;
       });
     },
   };

@@ -2,6 +2,7 @@
 // failed deliveries (spec "States and transitions: Webhook subscription"). All its events are
 // internal; the secret is only ever held here encrypted (sealed again when the server key rotates).
 import { left, right } from 'fp-ts/lib/Either.js';
+import * as t from 'io-ts';
 import type { Aggregate, Decided } from '../aggregate.js';
 import { domainError } from '../errors.js';
 import { PUBLIC_EVENT_TYPES, isPublicEventType } from '../event-types.js';
@@ -38,6 +39,9 @@ export const subscriptionStream = (subscriptionId: string): string => `webhook-$
 
 /** The event only the test endpoint sends; it is not in the catalogue, so nobody subscribes to it. */
 export const WEBHOOK_TEST_EVENT = 'webhook.test';
+
+/** The `data` of webhook.test. */
+export const WebhookTestData = t.type({ webhook_id: t.string, message: t.string });
 
 export interface SubscriptionState {
   readonly exists: boolean;

@@ -3,9 +3,12 @@
 import type Koa from 'koa';
 import { StreamContended } from '../../app/command-handler.js';
 import { recordingWrites } from '../../app/request-writes.js';
-import { ApiFailure, type ApiError } from '../api-error.js';
+import type * as t from 'io-ts';
+import { ApiFailure, type ApiError, type BusinessErrorBody, type ShortErrorBody, type ValidationErrorBody } from '../api-error.js';
 
-const bodyOf = (error: ApiError, requestId: string): { status: number; body: unknown } => {
+type ErrorBody = t.TypeOf<typeof BusinessErrorBody> | t.TypeOf<typeof ShortErrorBody> | t.TypeOf<typeof ValidationErrorBody>;
+
+const bodyOf = (error: ApiError, requestId: string): { status: number; body: ErrorBody } => {
   switch (error.kind) {
     case 'business':
       return { status: error.status, body: { error_code: error.code, error_message: error.message, detail: error.detail, request_id: requestId } };

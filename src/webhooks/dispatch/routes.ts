@@ -9,19 +9,54 @@ import type { EventLog } from '../../log/event-log.js';
 import { business, notFound } from '../../http/api-error.js';
 import type { ApiRouter, RouteModule } from '../../http/app.js';
 import type { ApiContext } from '../../http/context.js';
+import { answer, refusal, type Operation } from '../../http/operations.js';
 import { boundedInt, decode } from '../../http/validation.js';
+import { PageOf } from '../../tickets/views.js';
+import { webhookNotFound } from '../routes.js';
 import type { SubscriptionDirectory, SubscriptionRow } from '../subscriptions.js';
 import type { Dispatcher } from './dispatcher.js';
 
+const Status = t.keyof({ waiting: null, delivered: null, failed: null, cancelled: null });
 const DeliveryQuery = t.partial({
-  status: t.keyof({ waiting: null, delivered: null, failed: null, cancelled: null }),
+  status: Status,
   page: boundedInt(1, 1_000_000),
   page_size: boundedInt(1, 100),
 });
 
 const micros = (value: number | null): string | null => (value === null ? null : isoMicros(value));
 
-export const deliveryView = (d: Delivery) => ({
+const nullableStr = t.union([t.string, t.null]);
+const DeliveryView = t.type({
+  id: t.string,
+  event_id: t.string,
+  event_type: t.string,
+  status: Status,
+  round: t.number,
+  attempt: t.number,
+  next_attempt_at: nullableStr,
+  created_at: t.string,
+  attempts: t.array(
+    t.type({ round: t.number, attempt: t.number, delivered: t.boolean, status_code: t.union([t.number, t.null]), error: nullableStr, latency_ms: t.number, attempted_at: t.string }),
+  ),
+});
+
+const operations: readonly Operation[] = [
+  {
+    method: 'get',
+    path: '/webhooks/:webhookId/deliveries',
+    summary: "A subscription's deliveries, newest first, with every attempt",
+    query: DeliveryQuery,
+    answers: [answer(200, 'A page of deliveries', PageOf(DeliveryView)), webhookNotFound],
+  },
+  {
+    method: 'post',
+    path: '/webhooks/:webhookId/deliveries/:deliveryId/retry',
+    summary: 'A new round of attempts for a failed or cancelled delivery, with the same delivery id',
+    answers: [answer(202, 'The delivery, waiting', DeliveryView), refusal(404, 'short', 'Webhook or delivery not found'), refusal(409, 'business', 'CONFLICT: the delivery is waiting or delivered, or the subscription is inactive')],
+  },
+];
+
+export const deliveryView = (d: Delivery): t.TypeOf<typeof DeliveryView> => ({
   id: d.id,
   event_id: d.eventId,
   event_type: d.eventType,
@@ -50,6 +85,7 @@ export const deliveryRoutes = (deps: { log: EventLog; subscriptions: Subscriptio
   };
 
   return {
+    operations,
     api(router: ApiRouter) {
       router.get('/webhooks/:webhookId/deliveries', async (ctx) => {
         const query = decode(DeliveryQuery, ctx.query, 'query');

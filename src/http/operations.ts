@@ -1,0 +1,28 @@
+// What a route module tells the API document about its public routes: the codecs its handlers decode
+// with and answer in. The document (src/openapi) adds what every keyed route shares (the key, the
+// rate limit, the 422 of a body or query that fails its codec, 500/503), so a route lists only its own.
+import type * as t from 'io-ts';
+
+export type ErrorFormat = 'business' | 'short' | 'validation';
+
+export type Answer =
+  | { readonly status: number; readonly description: string; readonly body?: t.Any; readonly media?: 'binary' }
+  | { readonly status: number; readonly description: string; readonly error: ErrorFormat };
+
+export interface Operation {
+  readonly method: 'get' | 'post' | 'put' | 'patch' | 'delete';
+  /** As registered on the /api/v1 router, e.g. `/tickets/:id` (parameters are strings unless `params` says). */
+  readonly path: string;
+  readonly summary: string;
+  readonly params?: t.Any;
+  readonly query?: t.Any;
+  /** A JSON body's codec, or a multipart upload of one `file` part. */
+  readonly body?: t.Any | 'multipart-file';
+  readonly answers: readonly Answer[];
+  /** Answered without an API key. */
+  readonly keyless?: true;
+}
+
+export const answer = (status: number, description: string, body?: t.Any): Answer => (body === undefined ? { status, description } : { status, description, body });
+
+export const refusal = (status: number, error: ErrorFormat, description: string): Answer => ({ status, error, description });

@@ -1,0 +1,179 @@
+// The OpenAPI 3.1 document of the public API, built from the route modules' operations
+// (src/http/operations.ts) and the event catalogue: every schema in it is a codec the code decodes
+// with, answers in or emits events by, turned into JSON Schema (src/http/json-schema.ts).
+import * as t from 'io-ts';
+import { EventData } from '../domain/catalogue.js';
+import { EnvelopeOf } from '../domain/envelope.js';
+import { PUBLIC_EVENT_TYPES } from '../domain/event-types.js';
+import { WEBHOOK_TEST_EVENT, WebhookTestData } from '../domain/subscription/subscription.js';
+import { BusinessErrorBody, ShortErrorBody, ValidationErrorBody } from '../http/api-error.js';
+import { closedObject, toJsonSchema, type JsonSchema } from '../http/json-schema.js';
+import type { Answer, ErrorFormat, Operation } from '../http/operations.js';
+
+export const API_PREFIX = '/api/v1';
+
+const ERROR_SCHEMAS: Readonly<Record<ErrorFormat, string>> = { business: 'BusinessError', short: 'ShortError', validation: 'ValidationError' };
+const ref = (format: ErrorFormat): JsonSchema => ({ $ref: `#/components/schemas/${ERROR_SCHEMAS[format]}` });
+
+/** What every keyed route may answer besides its own answers. */
+const KEYED: readonly Answer[] = [
+  { status: 401, error: 'short', description: 'Missing or unknown API key' },
+  { status: 429, error: 'business', description: 'RATE_LIMIT_EXCEEDED (per key and per address), with Retry-After' },
+  { status: 500, error: 'business', description: 'INTERNAL_ERROR' },
+  { status: 503, error: 'business', description: 'MAINTENANCE_MODE or SERVICE_UNAVAILABLE, with Retry-After' },
+];
+const DECODED: Answer = { status: 422, error: 'validation', description: 'The body, query or path fails its schema' };
+const WITH_BODY: readonly Answer[] = [
+  { status: 413, error: 'short', description: 'Request body too large' },
+  { status: 422, error: 'business', description: 'IDEMPOTENCY_KEY_REUSED: the Idempotency-Key came with another request' },
+  { status: 409, error: 'business', description: 'CONFLICT: a request with this Idempotency-Key is still running' },
+];
+
+const IDEMPOTENCY_KEY = {
+  name: 'Idempotency-Key',
+  in: 'header',
+  required: false,
+  description: 'Retries of a POST under the same key are answered with the first answer, and carried out at most once',
+  schema: { type: 'string' },
+};
+
+/** `/tickets/:id` → `/tickets/{id}`, and the names of its parameters. */
+const openApiPath = (path: string): { path: string; names: string[] } => ({
+  path: path.replace(/:(\w+)/g, '{$1}'),
+  names: [...path.matchAll(/:(\w+)/g)].map((m) => m[1] as string),
+});
+
+const propertiesOf = (codec: t.Any, what: string): { properties: Record<string, JsonSchema>; required: string[] } => {
+  const schema = toJsonSchema(codec);
+  if (schema['type'] !== 'object') throw new Error(`${what}: an object codec is needed to list parameters`);
+  return { properties: (schema['properties'] ?? {}) as Record<string, JsonSchema>, required: (schema['required'] ?? []) as string[] };
+};
+
+const parametersOf = (op: Operation, names: readonly string[]): JsonSchema[] => {
+  const params = op.params === undefined ? { properties: {}, required: [] } : propertiesOf(op.params, `${op.method} ${op.path} params`);
+  const path = names.map((name) => ({ name, in: 'path', required: true, schema: params.properties[name] ?? { type: 'string' } }));
+  const query =
+    op.query === undefined
+      ? []
+      : Object.entries(propertiesOf(op.query, `${op.method} ${op.path} query`).properties).map(([name, schema]) => ({
+          name,
+          in: 'query',
+          required: propertiesOf(op.query as t.Any, '').required.includes(name),
+          schema,
+          ...(schema['type'] === 'array' ? { style: 'form', explode: true } : {}),
+        }));
+  return [...path, ...query, ...(op.method === 'post' ? [IDEMPOTENCY_KEY] : [])];
+};
+
+const requestBodyOf = (body: Operation['body']): JsonSchema | undefined => {
+  if (body === undefined) return undefined;
+  if (body === 'multipart-file') {
+    const file = { type: 'object', properties: { file: { type: 'string', contentMediaType: 'application/octet-stream' } }, required: ['file'] };
+    return { required: true, content: { 'multipart/form-data': { schema: file } } };
+  }
+  return { required: true, content: { 'application/json': { schema: closedObject(toJsonSchema(body)) } } };
+};
+
+const contentOf = (a: Answer): JsonSchema | undefined => {
+  if ('error' in a) return { 'application/json': { schema: ref(a.error) } };
+  if (a.media === 'binary') return { '*/*': { schema: {} } };
+  return a.body === undefined ? undefined : { 'application/json': { schema: toJsonSchema(a.body) } };
+};
+
+/** One response per status: answers sharing a status (a business 422 and the schema 422) become one of several bodies. */
+const responsesOf = (answers: readonly Answer[]): JsonSchema => {
+  const byStatus = new Map<number, Answer[]>();
+  for (const a of answers) byStatus.set(a.status, [...(byStatus.get(a.status) ?? []), a]);
+  return Object.fromEntries(
+    [...byStatus.entries()]
+      .sort(([x], [y]) => x - y)
+      .map(([status, same]) => {
+        const schemas = same.map((a) => contentOf(a)?.['application/json']).filter((c): c is { schema: JsonSchema } => c !== undefined).map((c) => c.schema);
+        const distinct = [...new Map(schemas.map((s) => [JSON.stringify(s), s])).values()];
+        const content =
+          distinct.length > 1 ? { 'application/json': { schema: { anyOf: distinct } } } : same.map(contentOf).find((c) => c !== undefined);
+        return [String(status), { description: same.map((a) => a.description).join('; '), ...(content === undefined ? {} : { content }) }];
+      }),
+  );
+};
+
+const operationOf = (op: Operation, names: readonly string[]): JsonSchema => {
+  const decoded = op.body !== undefined || op.query !== undefined || op.params !== undefined || names.length > 0;
+  const answers = [
+    ...op.answers,
+    ...(op.keyless === true ? [] : KEYED),
+    ...(decoded && op.body !== 'multipart-file' ? [DECODED] : []),
+    ...(op.body === undefined ? [] : WITH_BODY),
+  ];
+  const requestBody = requestBodyOf(op.body);
+  return {
+    summary: op.summary,
+    operationId: `${op.method}${op.path.replace(/[/:.-](\w)/g, (_, c: string) => c.toUpperCase())}`,
+    ...(op.keyless === true ? { security: [] } : {}),
+    parameters: parametersOf(op, names),
+    ...(requestBody === undefined ? {} : { requestBody }),
+    responses: responsesOf(answers),
+  };
+};
+
+const pathsOf = (operations: readonly Operation[]): JsonSchema => {
+  const paths: Record<string, Record<string, JsonSchema>> = {};
+  for (const op of operations) {
+    const { path, names } = openApiPath(op.path);
+    const item = (paths[path] ??= {});
+    if (item[op.method] !== undefined) throw new Error(`${op.method} ${op.path} is described twice`);
+    item[op.method] = operationOf(op, names);
+  }
+  return paths;
+};
+
+/** The headers of every delivery: the contract's and the Standard Webhooks ones. */
+const deliveryHeaders = (type: string): JsonSchema[] =>
+  [
+    ['X-Webhook-Signature', { type: 'string', pattern: '^sha256=[0-9a-f]{64}$' }, 'HMAC-SHA256 of the raw body, keyed with the secret string, lowercase hex'],
+    ['X-Webhook-Event', { const: type }, 'The event name'],
+    ['X-Webhook-Id', { type: 'string' }, 'The delivery id: one per event and subscription, the same on every retry'],
+    ['X-Webhook-Attempt', { type: 'integer', minimum: 1, maximum: 6 }, 'The attempt number'],
+    ['webhook-id', { type: 'string' }, 'Standard Webhooks: the delivery id (as X-Webhook-Id)'],
+    ['webhook-timestamp', { type: 'integer' }, "Standard Webhooks: this attempt's send time, Unix seconds"],
+    ['webhook-signature', { type: 'string', pattern: '^v1,[A-Za-z0-9+/]+={0,2}$' }, 'Standard Webhooks: v1, base64 HMAC-SHA256 of "id.timestamp.body" keyed with the base64 after whsec_'],
+  ].map(([name, schema, description]) => ({ name, in: 'header', required: true, schema, description }));
+
+const deliveryOf = (type: string, data: t.Any, summary: string): JsonSchema => ({
+  post: {
+    summary,
+    operationId: `deliver.${type}`,
+    parameters: deliveryHeaders(type),
+    requestBody: { required: true, content: { 'application/json': { schema: toJsonSchema(EnvelopeOf(t.literal(type), data)) } } },
+    responses: { '2XX': { description: 'Delivered. Anything else (3xx included, redirects are not followed), a timeout or a network error is retried' } },
+  },
+});
+
+/** `GET /event-types`: the subscribable names in catalogue order, each with the JSON Schema of its `data`. */
+export const eventTypes = () => ({ items: PUBLIC_EVENT_TYPES.map((name) => ({ name, schema: toJsonSchema(EventData[name]) })) });
+
+export const EventTypesBody = t.type({ items: t.array(t.type({ name: t.string, schema: t.UnknownRecord })) });
+
+export const apiDocument = (operations: readonly Operation[]): JsonSchema => ({
+  openapi: '3.1.0',
+  info: {
+    title: 'Support platform API',
+    version: '1',
+    description: 'Tickets, messages, contacts, long-polled updates and signed webhooks. Errors come in three body formats: BusinessError, ShortError and ValidationError.',
+  },
+  servers: [{ url: API_PREFIX }],
+  security: [{ apiKey: [] }],
+  paths: pathsOf(operations),
+  webhooks: Object.fromEntries([
+    ...PUBLIC_EVENT_TYPES.map((type) => [type, deliveryOf(type, EventData[type], `The ${type} event`)]),
+    [WEBHOOK_TEST_EVENT, deliveryOf(WEBHOOK_TEST_EVENT, WebhookTestData, 'Sent only by POST /webhooks/{webhook_id}/test')],
+  ]),
+  components: {
+    securitySchemes: { apiKey: { type: 'http', scheme: 'bearer', description: "The workspace's API key" } },
+    schemas: {
+      BusinessError: toJsonSchema(BusinessErrorBody),
+      ShortError: toJsonSchema(ShortErrorBody),
+      ValidationError: toJsonSchema(ValidationErrorBody),
+    },
+  },
+});

@@ -9,6 +9,7 @@ import { expect } from 'chai';
 import fc from 'fast-check';
 import type { RegisteredRoute } from '../../src/http/app.js';
 import { ADMIN_TOKEN, startTestService, type TestService } from '../support/server.js';
+import { surfaceOf } from '../support/surfaces.js';
 
 const ID = 'f'.repeat(32);
 
@@ -72,9 +73,6 @@ const spellings = (pattern: string): string[] => {
 };
 
 const methodsOf = (route: RegisteredRoute) => route.methods.filter((m) => m !== 'HEAD');
-/** Under /api/v1 but answered without a key: the API's own description (src/openapi/routes.ts). */
-const KEYLESS = new Set(['/api/v1/openapi.json', '/api/v1/event-types']);
-const surfaceOf = (path: string) => (KEYLESS.has(path) ? 'open' : path.startsWith('/api/v1/') ? 'api' : path.startsWith('/admin/v1/') || path.startsWith('/internal/v1/') ? 'admin' : 'open');
 
 describe('path matching on the whole server (e2e)', function () {
   this.timeout(120_000);

@@ -26,6 +26,8 @@ export interface Config {
   readonly idempotencyLeaseMs: number;
   readonly rateLimit: { readonly perKey: number; readonly perIp: number; readonly windowMs: number };
   readonly mediaMaxBytes: number;
+  /** The key that signs media links of internal notes (64 hex), or null: generated into the data folder. */
+  readonly mediaSigningKey: string | null;
   readonly plans: Readonly<Record<string, PlanLimits>>;
   readonly defaultPlan: string;
   /** A paid plan's period: what a renewal adds to its expiry (BILLING_PERIOD). */
@@ -220,6 +222,7 @@ export const loadConfig = (env: Env = process.env): Config => {
       windowMs: integer(env, 'RATE_LIMIT_WINDOW_MS', 60_000, 1, 86_400_000),
     },
     mediaMaxBytes: integer(env, 'MEDIA_MAX_BYTES', 200 * 1024 * 1024, 1, 10 * 1024 ** 3),
+    mediaSigningKey: secretKey(env, 'MEDIA_SIGNING_KEY'),
     plans: planTable,
     defaultPlan: Object.keys(planTable)[0] as string,
     billing: { periodMs: duration(env, 'BILLING_PERIOD', '1mo', 1000) },
@@ -261,6 +264,7 @@ export const CONFIG_VARIABLES = [
   'RATE_LIMIT_PER_IP',
   'RATE_LIMIT_WINDOW_MS',
   'MEDIA_MAX_BYTES',
+  'MEDIA_SIGNING_KEY',
   'PLANS',
   'BILLING_PERIOD',
   'WEBHOOK_RETRY_DELAYS',

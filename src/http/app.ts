@@ -1,6 +1,7 @@
-// The koa application: request ids, the error renderer, maintenance, body parsing, then three
-// surfaces — the public /api/v1 (API key), /admin/v1 and /internal/v1 (admin token). Paths match
-// exactly and case-sensitively everywhere, and each guard decides with its own surface's router.
+// The koa application: request ids, the error renderer, maintenance, body parsing, then four
+// surfaces — the public /api/v1 (API key), /admin/v1 and /internal/v1 (admin token), and /api/media
+// (signed media links: the link is the credential; rate-limited by client IP). Paths match exactly
+// and case-sensitively everywhere, and each guard decides with its own surface's router.
 import { timingSafeEqual, createHash } from 'node:crypto';
 import Koa from 'koa';
 import { Router } from '@koa/router';
@@ -9,7 +10,7 @@ import type { WorkspaceDirectory } from '../../projections/workspace-directory.j
 import type { RateLimiter } from '../ratelimit/rate-limiter.js';
 import { short, invalid } from './api-error.js';
 import type { ApiState } from './context.js';
-import { authenticate, type AuthOptions } from './middleware/auth.js';
+import { authenticate, limitByIp, type AuthOptions } from './middleware/auth.js';
 import { errors } from './middleware/errors.js';
 import { idempotency, type IdempotencyOptions } from './middleware/idempotency.js';
 import { maintenance } from './middleware/maintenance.js';
@@ -23,6 +24,8 @@ export interface RouteModule {
   readonly api?: (router: ApiRouter) => void;
   readonly admin?: (router: ApiRouter) => void;
   readonly internal?: (router: ApiRouter) => void;
+  /** Routes under /api/media that a signed link authorises instead of an API key (counted by client IP). */
+  readonly signed?: (router: ApiRouter) => void;
   /** Routes outside the versioned surfaces, without auth (health). */
   readonly open?: (router: ApiRouter) => void;
   /** Full paths of routes whose body is multipart, which read it themselves (no JSON parsing). */
@@ -166,6 +169,7 @@ export const createHttpApp = (options: HttpAppOptions): HttpApp => {
     surface('/api/v1', authenticate(options) as Koa.Middleware, options.modules, (m) => m.api),
     adminSurface,
     surface('/internal/v1', admin, options.modules, (m) => m.internal),
+    surface('/api/media', limitByIp({ rateLimiter: options.rateLimiter, perIp: options.limits.perIp }) as Koa.Middleware, options.modules, (m) => m.signed),
   ];
   for (const s of surfaces) app.use(guarded(s));
   const multipart = new Set(options.modules.flatMap((m) => m.multipart ?? []));

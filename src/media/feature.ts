@@ -5,10 +5,11 @@ import type { Core, Feature, FeatureFactory } from '../app/core.js';
 import { createFilesystemMediaStore } from './filesystem.js';
 import type { MediaStore } from './media-store.js';
 import { mediaRoutes } from './routes.js';
+import { mediaLinksOf } from './signed-links.js';
 
 export const createMediaFeature = (core: Core, store: MediaStore): Feature => ({
   name: 'media',
-  routes: mediaRoutes(core, store),
+  routes: mediaRoutes(core, store, mediaLinksOf(core.config)),
   async start() {
     const removed = await store.removeAbandoned();
     if (removed > 0) console.log(`media: removed ${removed} partial upload(s) left by an interrupted run`);

@@ -1,5 +1,6 @@
-// Media routes: POST /api/v1/media/upload, GET /api/v1/media/{id}, and the internal switch for a
-// workspace's own bucket (PUT /internal/v1/workspaces/{id}/media-bucket).
+// Media routes: POST /api/v1/media/upload, GET /api/v1/media/{id} (API key), GET /api/media/{id}
+// (a signed link, ./signed-links.ts: no key) and the internal switch for a workspace's own bucket
+// (PUT /internal/v1/workspaces/{id}/media-bucket).
 import * as t from 'io-ts';
 import type { Core } from '../app/core.js';
 import { loadState } from '../app/command-handler.js';
@@ -9,13 +10,15 @@ import {
   mediaBucketStream,
   mediaObjectKey,
   mediaStream,
+  type MediaFile,
 } from '../domain/media/media.js';
-import { business, invalid, notFound } from '../http/api-error.js';
+import { business, invalid, notFound, short } from '../http/api-error.js';
 import type { RouteModule } from '../http/app.js';
 import type { ApiContext } from '../http/context.js';
 import { decode } from '../http/validation.js';
 import { answer, refusal, type Operation } from '../http/operations.js';
 import type { MediaStore } from './media-store.js';
+import type { MediaLinks } from './signed-links.js';
 import { receiveUpload } from './upload.js';
 
 const MEDIA_ID = /^[0-9a-f]{32}$/;
@@ -66,17 +69,32 @@ export const servingHeaders = (fileName: string, contentType: string): Record<st
   'Cache-Control': 'private, no-cache',
 });
 
-export const mediaRoutes = (core: Core, store: MediaStore): RouteModule => {
-  /** The upload's metadata when `mediaId` names a file of `workspaceId`; else a 404 (short form). */
-  const fileOf = async (workspaceId: string, mediaId: string) => {
+export const mediaRoutes = (core: Core, store: MediaStore, links: MediaLinks): RouteModule => {
+  /** The upload's workspace and metadata, or null when `mediaId` names no file. */
+  const uploadOf = async (mediaId: string) => {
     const records = MEDIA_ID.test(mediaId) ? await core.log.readStream(mediaStream(mediaId)) : [];
     const file = records.reduce(mediaAggregate.evolve, mediaAggregate.initial);
-    if (file === null || records[0]?.workspaceId !== workspaceId) throw notFound('File');
-    return file;
+    const workspaceId = records[0]?.workspaceId;
+    return file === null || workspaceId === undefined ? null : { workspaceId, file };
   };
 
   const bucketOf = async (workspaceId: string) =>
     (await loadState(core.log, mediaBucketStream(workspaceId), mediaBucketAggregate.evolve, mediaBucketAggregate.initial)).state;
+
+  /** The file's bytes, inert, or a 302 to the workspace's bucket while one is set. */
+  const serve = async (ctx: ApiContext, workspaceId: string, file: MediaFile) => {
+    const bucket = await bucketOf(workspaceId);
+    if (bucket !== null) {
+      ctx.redirect(`${bucket}/${file.media_id}`);
+      return;
+    }
+    const object = await store.open(mediaObjectKey(workspaceId, file.media_id));
+    if (object === null) throw notFound('File');
+    ctx.type = file.content_type;
+    ctx.length = object.size;
+    ctx.set(servingHeaders(file.file_name, file.content_type));
+    ctx.body = object.stream;
+  };
 
   return {
     operations,
@@ -100,19 +118,29 @@ export const mediaRoutes = (core: Core, store: MediaStore): RouteModule => {
 
       router.get('/media/:media_id', async (ctx: ApiContext) => {
         const workspaceId = ctx.state.workspace.id;
+        const upload = await uploadOf(String(ctx.params['media_id']));
+        // Another workspace's file does not exist for the caller.
+        if (upload === null || upload.workspaceId !== workspaceId) throw notFound('File');
+        await serve(ctx, workspaceId, upload.file);
+      });
+    },
+
+    signed(router) {
+      // The link is the credential: its signature is checked before anything is looked up, so a
+      // forged link learns nothing about which files exist. Refusals are 403 in the short form, as
+      // the API's other credential checks answer.
+      router.get('/:media_id', async (ctx: ApiContext) => {
         const mediaId = String(ctx.params['media_id']);
-        const file = await fileOf(workspaceId, mediaId);
-        const bucket = await bucketOf(workspaceId);
-        if (bucket !== null) {
-          ctx.redirect(`${bucket}/${mediaId}`);
-          return;
-        }
-        const object = await store.open(mediaObjectKey(workspaceId, mediaId));
-        if (object === null) throw notFound('File');
-        ctx.type = file.content_type;
-        ctx.length = object.size;
-        ctx.set(servingHeaders(file.file_name, file.content_type));
-        ctx.body = object.stream;
+        if (!MEDIA_ID.test(mediaId)) throw notFound('File');
+        const check = links.check(mediaId, ctx.query['expires'], ctx.query['signature'], core.clock());
+        if (check === 'expired') throw short(403, 'This link has expired (links to files of internal notes are valid for 12 hours): download the file through GET /api/v1/media/{id}');
+        if (check === 'invalid') throw short(403, 'This link is not signed by this service, or was altered');
+        const upload = await uploadOf(mediaId);
+        const workspace = upload === null ? undefined : core.directory.workspace(upload.workspaceId);
+        if (upload === null || workspace === undefined) throw notFound('File');
+        // A blocked project's files are not served, as its API key is refused.
+        if (workspace.blocked) throw short(403, 'The project is blocked');
+        await serve(ctx, upload.workspaceId, upload.file);
       });
     },
 

@@ -2,6 +2,7 @@
 // under /api/v1 and the internal commands under /internal/v1.
 import { createCommandHandler, createStateCache, type CommandHandler } from '../app/command-handler.js';
 import type { Core, Feature } from '../app/core.js';
+import { mediaLinksOf } from '../media/signed-links.js';
 import { createContactCommands } from './contacts.js';
 import { createTicketQuota } from './quota.js';
 import { createTicketReadModels } from './read-models.js';
@@ -26,7 +27,7 @@ export const createTicketsFeature = (core: Core): Feature => {
   };
   const cached: Core = { ...core, handle };
   const contacts = createContactCommands(cached);
-  const commands = createTicketCommands(cached, contacts, createTicketQuota(core.log, core.clock, core.newId), readModels);
+  const commands = createTicketCommands(cached, contacts, createTicketQuota(core.log, core.clock, core.newId), readModels, mediaLinksOf(core.config));
   const deps = { core, commands, contacts, readModels };
   const api = [ticketRoutes(deps), messageRoutes(deps), contactRoutes(deps)];
   return {

@@ -8,13 +8,14 @@ import type { Core } from '../app/core.js';
 import type { TicketPriority } from '../domain/catalogue.js';
 import type { ContactFields } from '../domain/contact/contact.js';
 import { domainError, type DomainError } from '../domain/errors.js';
-import type { NewMessage, TicketCommand } from '../domain/ticket/commands.js';
+import type { MediaItem, NewMessage, TicketCommand } from '../domain/ticket/commands.js';
 import { isEmptyMessage } from '../domain/ticket/messages.js';
 import { monthOf } from '../domain/ticket/quota.js';
 import type { TicketState } from '../domain/ticket/state.js';
 import { ticketAggregate, ticketStream } from '../domain/ticket/ticket.js';
 import type { WorkspaceRow } from '../../projections/workspace-directory.js';
 import type { ContactCommands } from './contacts.js';
+import type { MediaLinks } from '../media/signed-links.js';
 import { createKeyedLock } from '../shared/keyed-lock.js';
 import { resolveMedia } from './media.js';
 import type { TicketQuota } from './quota.js';
@@ -44,7 +45,7 @@ export type InboundInput = { readonly content: string } & ({ readonly ticketId: 
 
 const empty = () => left(domainError('MESSAGE_EMPTY', 'A message needs content or media'));
 
-export const createTicketCommands = (core: Core, contacts: ContactCommands, quota: TicketQuota, readModels: TicketReadModels) => {
+export const createTicketCommands = (core: Core, contacts: ContactCommands, quota: TicketQuota, readModels: TicketReadModels, links: MediaLinks) => {
   const inboundLock = createKeyedLock();
 
   const run = async (workspaceId: string, command: TicketRequest): Result<CommandResult<TicketState>> => {
@@ -54,11 +55,20 @@ export const createTicketCommands = (core: Core, contacts: ContactCommands, quot
     return result;
   };
 
+  /**
+   * The files of an internal note are carried as links signed now and valid 12 hours (spec "Events"
+   * notes): made once, here, and recorded in the event, so every delivery and /updates carry them as is.
+   */
+  const signedForNote = (media: readonly MediaItem[]): MediaItem[] => {
+    const expires = links.expiryFrom(core.clock());
+    return media.map((item) => ({ ...item, url: links.url(item.id, expires) }));
+  };
+
   const newMessage = async (workspaceId: string, input: MessageInput, sender: Sender): Result<NewMessage> => {
     if (isEmptyMessage(input.content, input.mediaIds.length)) return empty();
     const media = await resolveMedia(core.log, workspaceId, input.mediaIds);
     if (media._tag === 'Left') return media;
-    return right({ messageId: core.resourceId('message'), content: input.content, media: media.right, ...sender });
+    return right({ messageId: core.resourceId('message'), content: input.content, media: sender.isInternal ? signedForNote(media.right) : media.right, ...sender });
   };
 
   const ticketsPerMonth = (plan: string): number => (core.config.plans[plan] ?? core.config.plans[core.config.defaultPlan])?.ticketsPerMonth ?? 0;

@@ -23,7 +23,7 @@ export interface WebhookParts {
 /** A part of the webhooks feature that needs the shared read model and sender. */
 export type WebhookExtension = (core: Core, parts: WebhookParts) => Omit<Feature, 'name'>;
 
-const SURFACES = ['api', 'admin', 'internal', 'open'] as const;
+const SURFACES = ['api', 'admin', 'internal', 'signed', 'open'] as const;
 
 const mergeRoutes = (modules: readonly (RouteModule | undefined)[]): RouteModule => ({
   ...(Object.fromEntries(SURFACES.map((surface) => [surface, (router: ApiRouter) => modules.forEach((m) => m?.[surface]?.(router))])) as RouteModule),

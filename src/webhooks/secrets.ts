@@ -9,9 +9,9 @@
 // secrets are sealed again with the current one. The id is a fingerprint, not the key: 32 bits of
 // SHA-256 over a label and the key. Secrets sealed before ids (`v1:<payload>`) are tried with each key.
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
-import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { ConfigError } from '../config/config.js';
+import { keyFromFile } from '../shared/key-file.js';
 
 export interface SecretBox {
   /** Seals with the current key. */
@@ -25,7 +25,6 @@ export interface SecretBox {
 const KEY_ID_LABEL = 'support-platform webhook secret key id\n';
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
-const KEY_HEX = /^[0-9a-f]{64}$/i;
 
 export const KEY_FILE = 'webhook-secret.key';
 
@@ -35,20 +34,6 @@ export const KEY_FILE = 'webhook-secret.key';
  */
 export const newWebhookSecret = (): string => `whsec_${randomBytes(32).toString('base64')}`;
 
-const keyFromFile = (dataDir: string): Buffer => {
-  const file = path.join(dataDir, KEY_FILE);
-  fs.mkdirSync(dataDir, { recursive: true });
-  try {
-    // 'wx' fails when the file exists, so two starting processes never overwrite each other's key.
-    fs.writeFileSync(file, `${randomBytes(32).toString('hex')}\n`, { mode: 0o600, flag: 'wx' });
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-  }
-  const hex = fs.readFileSync(file, 'utf8').trim();
-  if (!KEY_HEX.test(hex)) throw new Error(`${file} does not hold a 256-bit key in hex; remove it or set WEBHOOK_SECRET_KEY`);
-  return Buffer.from(hex, 'hex');
-};
-
 /** Where the current key came from, as loadSecretKey takes it: WEBHOOK_SECRET_KEY, or the key file when that is unset. */
 export interface KeySource {
   readonly secretKey: string | null;
@@ -56,7 +41,7 @@ export interface KeySource {
 }
 
 export const loadSecretKey = (options: KeySource): Buffer =>
-  options.secretKey === null ? keyFromFile(options.dataDir) : Buffer.from(options.secretKey, 'hex');
+  options.secretKey === null ? keyFromFile(options.dataDir, KEY_FILE, 'WEBHOOK_SECRET_KEY') : Buffer.from(options.secretKey, 'hex');
 
 /** Start-up stops when sealed secrets do not open: it says which variable to set, and the key file when the key came from it. */
 export const secretsDoNotOpen = (count: number, source: KeySource): ConfigError => {

@@ -10,6 +10,7 @@ describe('configuration', () => {
     expect(config.webhooks.retryDelaysMs).to.deep.equal([30_000, 120_000, 600_000, 3_600_000, 21_600_000]);
     expect(config.webhooks.timeoutMs).to.equal(10_000);
     expect(config.mediaMaxBytes).to.equal(200 * 1024 * 1024);
+    expect(config.mediaSigningKey).to.equal(null);
     expect(config.defaultPlan).to.equal('free');
     expect(config.adminToken).to.equal(null);
     expect(config.http).to.deep.equal({ headersTimeoutMs: 15_000, requestTimeoutMs: 300_000 });
@@ -51,6 +52,7 @@ describe('configuration', () => {
     refuses({ MAINTENANCE_MODE: 'perhaps' }, 'MAINTENANCE_MODE');
     refuses({ PLANS: 'free:ten:false' }, 'PLANS');
     refuses({ WEBHOOK_SECRET_KEY: 'short' }, 'WEBHOOK_SECRET_KEY');
+    refuses({ MEDIA_SIGNING_KEY: 'zz'.repeat(32) }, 'MEDIA_SIGNING_KEY');
     refuses({ HTTP_HEADERS_TIMEOUT_MS: '99' }, 'HTTP_HEADERS_TIMEOUT_MS');
     refuses({ BILLING_PERIOD: 'monthly' }, 'BILLING_PERIOD');
     refuses({ BILLING_PERIOD: '500ms' }, 'BILLING_PERIOD');

@@ -24,11 +24,12 @@ export interface AuthOptions {
 const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
 const CHALLENGE = { 'WWW-Authenticate': 'Bearer' };
 
-export const authenticate = (options: AuthOptions): Koa.Middleware<ApiState> => {
-  const verifiedInThisProcess = new Set<string>();
-  let limiterDown = false;
+type LimitOptions = Pick<AuthOptions, 'rateLimiter'>;
 
-  const count = async (bucket: string, limit: number) => {
+/** Counts a request against a bucket; throws 429 RATE_LIMIT_EXCEEDED past the limit, passes when the counter store is down. */
+const createCounter = (options: LimitOptions) => {
+  let limiterDown = false;
+  return async (bucket: string, limit: number): Promise<void> => {
     let decision;
     try {
       decision = await options.rateLimiter.hit(bucket, limit);
@@ -45,6 +46,20 @@ export const authenticate = (options: AuthOptions): Koa.Middleware<ApiState> => 
       });
     }
   };
+};
+
+/** Requests without an API key (signed media links) count against their client IP, as requests without a working key do. */
+export const limitByIp = (options: LimitOptions & { readonly perIp: number }): Koa.Middleware<ApiState> => {
+  const count = createCounter(options);
+  return async (ctx, next) => {
+    await count(`ip:${ctx.ip}`, options.perIp);
+    await next();
+  };
+};
+
+export const authenticate = (options: AuthOptions): Koa.Middleware<ApiState> => {
+  const verifiedInThisProcess = new Set<string>();
+  const count = createCounter(options);
 
   return async (ctx, next) => {
     await options.keysCurrent?.();

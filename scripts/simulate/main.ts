@@ -51,7 +51,10 @@ const createWorkspace = async (sim: Sim, index: number): Promise<SimWorkspace> =
   const created = await sim.request(sim.adminToken, { method: 'POST', path: '/admin/v1/workspaces', body: { name: `simulator ${index + 1}`, plan: 'business' } }, false).catch((error: unknown) => {
     throw error instanceof Abandon ? new Error(`creating a workspace: ${sim.tally.examples.get(error.message) ?? error.message}`) : error;
   });
-  return { name: `simulator ${index + 1}`, id: String(created.workspace_id), apiKey: String(created.api_key), entryPlanRisk: false };
+  const id = String(created.workspace_id);
+  // The widget builder's switch: visitor.reply_waiting is sent only while visitor notifications are on.
+  await sim.request(sim.adminToken, { method: 'PUT', path: `/internal/v1/workspaces/${id}/widget`, body: { visitor_notifications: true } }, false);
+  return { name: `simulator ${index + 1}`, id, apiKey: String(created.api_key), entryPlanRisk: false };
 };
 
 const countByType = (types: readonly string[]): Record<string, number> => {

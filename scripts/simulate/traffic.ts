@@ -1,7 +1,8 @@
 // Support traffic as it happens: conversations that run start to end, one request after the other.
 //   widget visitor: identified by the widget (contact.created, contact.identified), writes in, an
-//     operator takes the ticket and answers while the visitor is away (visitor.reply_waiting: a new
-//     visitor each time, since it is sent at most once per 5 minutes per visitor), the visitor reacts,
+//     operator takes the ticket and answers while the visitor is away (visitor.reply_waiting: the
+//     workspaces have visitor notifications on, see ./main.ts, and it is a new visitor each time,
+//     since it is sent at most once per 5 minutes per visitor), the visitor reacts,
 //     writes again, the operator fixes a typo, close, rating, sometimes a reopen;
 //   email or Telegram contact: writes in (POST /messages opens the ticket), the bot answers, the ticket
 //     is triaged (PATCH), assigned, transferred to a department, force-taken, gets internal notes (with

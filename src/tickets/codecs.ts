@@ -62,6 +62,7 @@ export const OperatorMessageBody = t.intersection([
 ]);
 export const EditMessageBody = t.type({ content: Content });
 export const ReactionBody = t.type({ reactor_kind: t.keyof({ visitor: null, operator: null }), reactor_id: text(64), emoji: text(32) });
+export const WidgetSettingsBody = t.type({ visitor_notifications: t.boolean });
 export const ReplyWaitingBody = t.intersection([
   t.type({ message_id: text(64), operator_name: text(200) }),
   t.partial({ locale: text(16), surface: text(32), open_url: text(2000) }),

@@ -1,12 +1,15 @@
 // /internal/v1 (admin token): real domain commands for the catalogue events the public API cannot
 // cause — assignment, transfer, force take, operator messages and notes, edits, reactions, widget
-// identify, visitor.reply_waiting — and blocking contacts. Workspace-scoped by path.
+// identify, visitor.reply_waiting — the widget's settings, and blocking contacts. Workspace-scoped by path.
+import { loadState } from '../app/command-handler.js';
+import { replyWaitingHeld } from '../domain/contact/contact.js';
+import { widgetAggregate, widgetStream } from '../domain/widget/widget.js';
 import type { ApiRouter } from '../http/app.js';
 import type { ApiContext } from '../http/context.js';
-import { invalid, notFound, short } from '../http/api-error.js';
+import { business, invalid, notFound, short } from '../http/api-error.js';
 import { decode } from '../http/validation.js';
 import { previewOf } from '../../projections/tickets.js';
-import { AssignBody, ContactInput, EditMessageBody, ForceTakeBody, OperatorMessageBody, ReactionBody, ReplyWaitingBody, TransferBody } from './codecs.js';
+import { AssignBody, ContactInput, EditMessageBody, ForceTakeBody, OperatorMessageBody, ReactionBody, ReplyWaitingBody, TransferBody, WidgetSettingsBody } from './codecs.js';
 import { hasIdentity } from './contacts.js';
 import { contactOf, messageOf, ticketOf, unwrap, type TicketRouteDeps } from './route-support.js';
 import type { Sender, TicketRequest } from './ticket-commands.js';
@@ -92,25 +95,48 @@ export const internalRoutes = ({ core, commands, contacts, readModels }: TicketR
     onMessage(ctx, (ticketId, messageId) => ({ kind: 'remove_reaction', ticketId, messageId, reactorId: param(ctx, 'reactor_id') })),
   );
 
+  const widgetOf = async (workspaceId: string) => (await loadState(core.log, widgetStream(workspaceId), widgetAggregate.evolve, widgetAggregate.initial)).state;
+  const widgetView = (workspaceId: string, settings: { visitorNotifications: boolean }) => ({ workspace_id: workspaceId, visitor_notifications: settings.visitorNotifications });
+
+  // The widget builder's settings: visitor notifications (visitor.reply_waiting) are off until turned on.
+  router.get('/workspaces/:workspace_id/widget', async (ctx) => {
+    const workspaceId = workspaceOf(ctx);
+    ctx.body = widgetView(workspaceId, await widgetOf(workspaceId));
+  });
+  router.put('/workspaces/:workspace_id/widget', async (ctx) => {
+    const b = decode(WidgetSettingsBody, ctx.request.body, 'body');
+    const workspaceId = workspaceOf(ctx);
+    const result = await core.handle(widgetAggregate, widgetStream(workspaceId), workspaceId, { visitorNotifications: b.visitor_notifications });
+    if (result._tag === 'Left') throw business(result.left);
+    ctx.body = widgetView(workspaceId, result.right.state);
+  });
+
+  // The widget saw an operator's reply while the visitor was away. The contact decides whether it
+  // is told (domain/contact): with visitor notifications on, to a widget visitor, once per 5 minutes.
   router.post(`${TICKET}/reply-waiting`, async (ctx) => {
     const b = decode(ReplyWaitingBody, ctx.request.body, 'body');
     const workspaceId = workspaceOf(ctx);
     const ticket = await ticketOf(readModels, workspaceId, param(ctx, 'id'));
     const message = await messageOf(readModels, ticket.id, b.message_id);
-    const result = unwrap(
-      await contacts.run(workspaceId, ticket.contact_id, {
-        kind: 'reply_waiting',
-        ticketId: ticket.id,
-        messageId: message.id,
-        operatorName: b.operator_name,
-        preview: previewOf(message.content),
-        locale: b.locale ?? 'en',
-        surface: b.surface ?? 'widget',
-        openUrl: b.open_url ?? `/api/v1/tickets/${ticket.id}`,
-      }),
-    );
+    const command = {
+      kind: 'reply_waiting',
+      ticketId: ticket.id,
+      messageId: message.id,
+      operatorName: b.operator_name,
+      preview: previewOf(message.content),
+      locale: b.locale ?? 'en',
+      surface: b.surface ?? 'widget',
+      openUrl: b.open_url ?? `/api/v1/tickets/${ticket.id}`,
+      visitorNotifications: (await widgetOf(workspaceId)).visitorNotifications,
+    } as const;
+    const result = unwrap(await contacts.run(workspaceId, ticket.contact_id, command));
     await readModels.settledAfter(result.records);
-    ctx.body = { emitted: result.records.length > 0 };
+    if (result.records.length > 0) {
+      ctx.body = { emitted: true };
+      return;
+    }
+    // Nothing was appended: the state answered is the one the command was decided on.
+    ctx.body = { emitted: false, reason: replyWaitingHeld({ ...command, now: core.clock() }, result.state) ?? 'sent_within_5_minutes' };
   });
 
   router.post('/workspaces/:workspace_id/contacts/identify', async (ctx) => {

@@ -151,6 +151,7 @@ const SCHEMAS: Readonly<Record<string, BodySchema>> = {
     sample: (ids) => ({ message_id: first(ids, 'message'), operator_name: 'Op' }),
   },
   [`POST ${I}/contacts/identify`]: { fields: CONTACT, sample: () => ({ email: 'i@example.com' }) },
+  [`PUT ${I}/widget`]: { fields: { visitor_notifications: B }, sample: () => ({ visitor_notifications: true }) },
 };
 
 /** Values of the wrong JSON type that a lenient decoder might take for the right one ("5" for 5, "true" for true, 1 for true…). */

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import type { Decided } from '../../src/domain/aggregate.js';
 import { EventData } from '../../src/domain/catalogue.js';
-import { contactAggregate, REPLY_WAITING_INTERVAL_US, type ContactCommand, type ContactState } from '../../src/domain/contact/contact.js';
+import { contactAggregate, REPLY_WAITING_INTERVAL_US, replyWaitingHeld, type ContactCommand, type ContactState } from '../../src/domain/contact/contact.js';
 import { identityKeys, identityStream } from '../../src/domain/contact/identity.js';
 
 const WS = 'w1';
@@ -21,7 +21,10 @@ const fold = (state: ContactState, decided: readonly Decided[]) => decided.reduc
 
 const saved = fold(contactAggregate.initial, events(contactAggregate.initial, { kind: 'save', fields: { email: 'a@b.c', internal_id: 'x1' }, via: 'api' }));
 
-const replyWaiting: Request = {
+/** The same person, identified by the widget: a widget visitor. */
+const visitor = fold(saved, events(saved, { kind: 'save', fields: { email: 'a@b.c' }, via: 'widget' }));
+
+const replyWaiting: Extract<Request, { kind: 'reply_waiting' }> = {
   kind: 'reply_waiting',
   ticketId: 'ticket-123456789',
   messageId: 'm1',
@@ -30,6 +33,7 @@ const replyWaiting: Request = {
   locale: 'en',
   surface: 'widget',
   openUrl: '/x',
+  visitorNotifications: true,
 };
 
 describe('contact aggregate', () => {
@@ -65,15 +69,28 @@ describe('contact aggregate', () => {
     expect(result._tag === 'Left' && result.left.code).to.equal('CONTACT_NOT_FOUND');
   });
 
-  it('sends visitor.reply_waiting at most once per 5 minutes per visitor', () => {
-    const first = events(saved, replyWaiting, T0);
+  it('sends visitor.reply_waiting to a widget visitor at most once per 5 minutes', () => {
+    const first = events(visitor, replyWaiting, T0);
     expect(first).to.have.length(1);
     expect(EventData['visitor.reply_waiting'].is(first[0]?.data)).to.equal(true);
     expect(first[0]?.data).to.include({ contact_id: 'c1', external_id: 'x1', telegram_user_id: null, ticket_short_id: 'ticket-1', replied_at: '2026-01-01T00:00:00.000000+00:00' });
-    const after = fold(saved, first);
+    const after = fold(visitor, first);
     expect(events(after, replyWaiting, T0 + 1)).to.deep.equal([]);
+    expect(replyWaitingHeld({ ...replyWaiting, now: T0 + 1 }, after)).to.equal('sent_within_5_minutes');
     expect(events(after, replyWaiting, T0 + REPLY_WAITING_INTERVAL_US - 1)).to.deep.equal([]);
     expect(events(after, replyWaiting, T0 + REPLY_WAITING_INTERVAL_US)).to.have.length(1);
+  });
+
+  it('sends no visitor.reply_waiting while visitor notifications are off, nor to a contact the widget never identified', () => {
+    const off = { ...replyWaiting, visitorNotifications: false };
+    expect(events(visitor, off, T0)).to.deep.equal([]);
+    expect(replyWaitingHeld({ ...off, now: T0 }, visitor)).to.equal('visitor_notifications_disabled');
+    // `saved` came through the API only (an email or Telegram contact).
+    expect(saved.widgetVisitor).to.equal(false);
+    expect(events(saved, replyWaiting, T0)).to.deep.equal([]);
+    expect(replyWaitingHeld({ ...replyWaiting, now: T0 }, saved)).to.equal('not_a_widget_visitor');
+    expect(visitor.widgetVisitor).to.equal(true);
+    expect(replyWaitingHeld({ ...replyWaiting, now: T0 }, visitor)).to.equal(null);
   });
 
   it('keys identities per workspace, telegram_id first, email case-insensitively', () => {

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { call, startTestService, type TestService, type TestWorkspace } from '../support/server.js';
-import { eventsOf, expectBusinessError, expectCatalogueData, ticketId, uniqueEmail } from '../support/tickets-fixtures.js';
+import { eventsOf, expectBusinessError, expectCatalogueData, expectSchemaError, ticketId, uniqueEmail } from '../support/tickets-fixtures.js';
 
 describe('internal ticket and contact commands (e2e)', () => {
   let test: TestService;
@@ -70,16 +70,72 @@ describe('internal ticket and contact commands (e2e)', () => {
     expectCatalogueData(events);
   });
 
-  it('visitor.reply_waiting at most once per 5 minutes per visitor', async () => {
-    const id = await ticketId(ws, { message: 'hi' });
-    const reply = await ws.api('POST', `/api/v1/tickets/${id}/messages`, { content: 'An answer for you' });
-    const body = { message_id: reply.body.id, operator_name: 'Ann' };
-    expect((await test.admin('POST', `${base}/tickets/${id}/reply-waiting`, body)).body).to.deep.equal({ emitted: true });
-    expect((await test.admin('POST', `${base}/tickets/${id}/reply-waiting`, body)).body).to.deep.equal({ emitted: false });
-    const events = (await eventsOf(test, ws.workspaceId, ['visitor.reply_waiting'])).filter((e) => e.data['ticket_id'] === id);
-    expect(events).to.have.length(1);
-    expect(events[0]?.data).to.include({ message_id: reply.body.id, preview: 'An answer for you', operator_name: 'Ann' });
-    expectCatalogueData(events);
+  it('widget settings: visitor notifications are off until PUT /widget turns them on', async () => {
+    const other = await test.createWorkspace();
+    const path = `/internal/v1/workspaces/${other.workspaceId}/widget`;
+    expect((await test.admin('GET', path)).body).to.deep.equal({ workspace_id: other.workspaceId, visitor_notifications: false });
+    const on = await test.admin('PUT', path, { visitor_notifications: true });
+    expect(on.status).to.equal(200);
+    expect(on.body).to.deep.equal({ workspace_id: other.workspaceId, visitor_notifications: true });
+    expect((await test.admin('PUT', path, { visitor_notifications: true })).body.visitor_notifications).to.equal(true);
+    expect((await test.admin('GET', path)).body.visitor_notifications).to.equal(true);
+    expect((await test.service.core.log.readStream(`widget-${other.workspaceId}`)).map((e) => e.data)).to.deep.equal([{ visitor_notifications: true }]);
+    expect((await test.admin('PUT', path, { visitor_notifications: false })).body.visitor_notifications).to.equal(false);
+    expectSchemaError(await test.admin('PUT', path, { visitor_notifications: 'yes' }), 'visitor_notifications');
+    expectSchemaError(await test.admin('PUT', path, {}), 'visitor_notifications');
+    expectSchemaError(await test.admin('PUT', path, { visitor_notifications: true, colour: 'red' }));
+    expect((await test.admin('PUT', `/internal/v1/workspaces/${'0'.repeat(32)}/widget`, { visitor_notifications: true })).status).to.equal(404);
+  });
+
+  describe('visitor.reply_waiting', () => {
+    let visitorWs: TestWorkspace;
+    let vbase: string;
+
+    before(async () => {
+      visitorWs = await test.createWorkspace();
+      vbase = `/internal/v1/workspaces/${visitorWs.workspaceId}`;
+    });
+
+    /** A ticket of a widget visitor (identified by the widget first) with an operator's reply, or of an email contact. */
+    const replied = async (widget: boolean, email = uniqueEmail()) => {
+      if (widget) expect((await test.admin('POST', `${vbase}/contacts/identify`, { email })).status).to.equal(200);
+      const id = await ticketId(visitorWs, { contact: { email }, message: 'hi' });
+      const reply = await test.admin('POST', `${vbase}/tickets/${id}/messages`, { sender: 'operator', operator_id: 'op1', operator_name: 'Ann', content: 'An answer for you' });
+      return { id, body: { message_id: String(reply.body.id), operator_name: 'Ann' } };
+    };
+    const waiting = (id: string, body: object) => test.admin('POST', `${vbase}/tickets/${id}/reply-waiting`, body);
+    const sentFor = async (id: string) => (await eventsOf(test, visitorWs.workspaceId, ['visitor.reply_waiting'])).filter((e) => e.data['ticket_id'] === id);
+    const notifications = (on: boolean) => test.admin('PUT', `${vbase}/widget`, { visitor_notifications: on });
+
+    it('is not sent while visitor notifications are off', async () => {
+      await notifications(false);
+      const { id, body } = await replied(true);
+      expect((await waiting(id, body)).body).to.deep.equal({ emitted: false, reason: 'visitor_notifications_disabled' });
+      expect(await sentFor(id)).to.deep.equal([]);
+    });
+
+    it('is sent to a widget visitor once visitor notifications are on, at most once per 5 minutes', async () => {
+      await notifications(true);
+      const email = uniqueEmail();
+      const { id, body } = await replied(true, email);
+      expect((await waiting(id, body)).body).to.deep.equal({ emitted: true });
+      expect((await waiting(id, body)).body).to.deep.equal({ emitted: false, reason: 'sent_within_5_minutes' });
+      // Per visitor, not per ticket: the same visitor's next ticket within the 5 minutes gets nothing either.
+      const next = await replied(true, email);
+      expect((await waiting(next.id, next.body)).body).to.deep.equal({ emitted: false, reason: 'sent_within_5_minutes' });
+      expect(await sentFor(next.id)).to.deep.equal([]);
+      const events = await sentFor(id);
+      expect(events).to.have.length(1);
+      expect(events[0]?.data).to.include({ message_id: body.message_id, preview: 'An answer for you', operator_name: 'Ann' });
+      expectCatalogueData(events);
+    });
+
+    it('is not sent to a contact of another channel (email, Telegram, the API), even with notifications on', async () => {
+      await notifications(true);
+      const { id, body } = await replied(false);
+      expect((await waiting(id, body)).body).to.deep.equal({ emitted: false, reason: 'not_a_widget_visitor' });
+      expect(await sentFor(id)).to.deep.equal([]);
+    });
   });
 
   it('needs the admin token and an existing workspace', async () => {

@@ -1,6 +1,9 @@
-// The contact aggregate, stream `contact-<id>`: the contact's fields, whether it is blocked, and when
-// a visitor.reply_waiting was last sent. Contacts saved through the API emit only internal events;
-// the widget's identify also emits the public contact.created (first time) and contact.identified.
+// The contact aggregate, stream `contact-<id>`: the contact's fields, whether it is blocked, whether
+// the widget has identified it (a widget visitor), and when a visitor.reply_waiting was last sent.
+// Contacts saved through the API emit only internal events; the widget's identify also emits the
+// public contact.created (first time) and contact.identified. visitor.reply_waiting goes only to
+// widget visitors, only while the workspace's widget has visitor notifications on, and at most once
+// per 5 minutes per visitor (spec "Events").
 import { left, right, type Either } from 'fp-ts/lib/Either.js';
 import type { Aggregate, Decided } from '../aggregate.js';
 import type { JsonObject } from '../../log/event-log.js';
@@ -27,12 +30,14 @@ export interface ContactState {
   readonly workspaceId: string;
   readonly fields: ContactFields;
   readonly blocked: boolean;
+  /** Identified by the widget at least once (contacts of other channels are not widget visitors). */
+  readonly widgetVisitor: boolean;
   readonly lastReplyWaitingUs: number | null;
 }
 
 const noFields: ContactFields = { internal_id: null, email: null, full_name: null, phone: null, telegram_id: null };
 
-const initial: ContactState = { exists: false, workspaceId: '', fields: noFields, blocked: false, lastReplyWaitingUs: null };
+const initial: ContactState = { exists: false, workspaceId: '', fields: noFields, blocked: false, widgetVisitor: false, lastReplyWaitingUs: null };
 
 interface Base {
   readonly contactId: string;
@@ -48,7 +53,12 @@ export interface ReplyWaiting {
   readonly locale: string;
   readonly surface: string;
   readonly openUrl: string;
+  /** The workspace's widget setting (domain/widget), read by the caller when the command is made. */
+  readonly visitorNotifications: boolean;
 }
+
+/** Why no visitor.reply_waiting was sent. */
+export type ReplyWaitingHeld = 'visitor_notifications_disabled' | 'not_a_widget_visitor' | 'sent_within_5_minutes';
 
 export type ContactCommand = Base &
   (
@@ -72,6 +82,8 @@ const evolve: Aggregate<ContactState, ContactCommand>['evolve'] = (state, { type
     case CONTACT_BLOCKED:
     case CONTACT_UNBLOCKED:
       return { ...state, blocked: type === CONTACT_BLOCKED };
+    case 'contact.identified':
+      return { ...state, widgetVisitor: true };
     case 'visitor.reply_waiting':
       return { ...state, lastReplyWaitingUs: microsOfIso(String(data['replied_at'])) };
     default:
@@ -93,8 +105,18 @@ const save = (c: Extract<ContactCommand, { kind: 'save' }>, state: ContactState)
   return [...internal, ...(state.exists ? [] : [publicEvent('contact.created', data)]), publicEvent('contact.identified', data)];
 };
 
-const replyWaiting = (c: Extract<ContactCommand, { kind: 'reply_waiting' }>, state: ContactState): Decided[] => {
-  if (state.lastReplyWaitingUs !== null && c.now - state.lastReplyWaitingUs < REPLY_WAITING_INTERVAL_US) return [];
+type ReplyWaitingCommand = Extract<ContactCommand, { kind: 'reply_waiting' }>;
+
+/** Why the command sends no visitor.reply_waiting to the contact, or null when it sends one. */
+export const replyWaitingHeld = (c: Pick<ReplyWaitingCommand, 'now' | 'visitorNotifications'>, state: ContactState): ReplyWaitingHeld | null => {
+  if (!c.visitorNotifications) return 'visitor_notifications_disabled';
+  if (!state.widgetVisitor) return 'not_a_widget_visitor';
+  if (state.lastReplyWaitingUs !== null && c.now - state.lastReplyWaitingUs < REPLY_WAITING_INTERVAL_US) return 'sent_within_5_minutes';
+  return null;
+};
+
+const replyWaiting = (c: ReplyWaitingCommand, state: ContactState): Decided[] => {
+  if (replyWaitingHeld(c, state) !== null) return [];
   return [
     publicEvent('visitor.reply_waiting', {
       contact_id: c.contactId,

@@ -68,9 +68,12 @@ const openingTicket = async (f: Flow): Promise<(key: string) => boolean> => {
 const operatorSays = (f: Flow, ticketId: string, op: (typeof OPERATORS)[number], content: string, extra: Record<string, unknown> = {}) =>
   f.routes.internal('POST', `/tickets/${ticketId}/messages`, { sender: 'operator', operator_id: op.id, operator_name: op.name, content, ...extra });
 
-const closeAndRate = async (f: Flow, ticketId: string, p: number) => {
+/** Closes the ticket; the contact may rate it, in the widget (stars only) or through the API (with a comment). */
+const closeAndRate = async (f: Flow, ticketId: string, p: number, inWidget: boolean) => {
   await f.routes.api('POST', `/tickets/${ticketId}/close`);
-  if (maybe(f, p)) await f.routes.api('POST', `/tickets/${ticketId}/rate`, { rating: f.r.int(1, 5), comment: f.r.pick(['Quick and helpful', 'Took a while', null]) });
+  if (!maybe(f, p)) return;
+  if (inWidget) await f.routes.internal('POST', `/tickets/${ticketId}/rate`, { rating: f.r.int(1, 5) });
+  else await f.routes.api('POST', `/tickets/${ticketId}/rate`, { rating: f.r.int(1, 5), comment: f.r.pick(['Quick and helpful', 'Took a while', null]) });
 };
 
 export const widgetVisitor = async (f: Flow): Promise<void> => {
@@ -94,7 +97,7 @@ export const widgetVisitor = async (f: Flow): Promise<void> => {
   }
   await api('POST', '/messages', { ticket_id: t, content: f.r.pick(FOLLOW_UPS) });
   if (maybe(f, 0.3)) await internal('PATCH', `/tickets/${t}/messages/${reply.id}`, { content: String(reply.content).replace('Thnaks', 'Thanks') });
-  await closeAndRate(f, t, 0.6);
+  await closeAndRate(f, t, 0.6, true);
   if (maybe(f, 0.2)) {
     await api('POST', `/tickets/${t}/reopen`);
     await api('POST', '/messages', { ticket_id: t, content: 'Sorry, one more question.' });
@@ -137,7 +140,7 @@ export const emailContact = async (f: Flow): Promise<void> => {
   }
   await api('PATCH', `/tickets/${t}`, { status: 'resolved' });
   if (maybe(f, 0.3)) await api('POST', `/tickets/${t}/reopen`);
-  await closeAndRate(f, t, 0.4);
+  await closeAndRate(f, t, 0.4, false);
   if (maybe(f, 0.1)) await api('POST', `/tickets/${t}/close`, undefined, only('409 TICKET_ALREADY_CLOSED')); // a double click
 };
 

@@ -56,6 +56,8 @@ export const TransferBody = t.intersection([
   t.partial({ operator_id: nullable(text(64)), operator_name: nullable(text(200)) }),
 ]);
 export const ForceTakeBody = t.type({ operator_id: text(64) });
+/** The widget's rating: stars only (a comment comes with ratings through the API). */
+export const WidgetRatingBody = t.type({ rating: jsonInt(1, 5) });
 export const OperatorMessageBody = t.intersection([
   t.type({ sender: t.keyof({ operator: null, system: null }) }),
   t.partial({ content: Content, media_ids: MediaIds, operator_id: text(64), operator_name: nullable(text(200)), is_internal: t.boolean }),

@@ -1,6 +1,7 @@
 // /internal/v1 (admin token): real domain commands for the catalogue events the public API cannot
 // cause — assignment, transfer, force take, operator messages and notes, edits, reactions, widget
-// identify, visitor.reply_waiting — the widget's settings, and blocking contacts. Workspace-scoped by path.
+// identify and rating, visitor.reply_waiting — the widget's settings, and blocking contacts.
+// Workspace-scoped by path.
 import { loadState } from '../app/command-handler.js';
 import { replyWaitingHeld } from '../domain/contact/contact.js';
 import { widgetAggregate, widgetStream } from '../domain/widget/widget.js';
@@ -9,7 +10,7 @@ import type { ApiContext } from '../http/context.js';
 import { business, invalid, notFound, short } from '../http/api-error.js';
 import { decode } from '../http/validation.js';
 import { previewOf } from '../../projections/tickets.js';
-import { AssignBody, ContactInput, EditMessageBody, ForceTakeBody, OperatorMessageBody, ReactionBody, ReplyWaitingBody, TransferBody, WidgetSettingsBody } from './codecs.js';
+import { AssignBody, ContactInput, EditMessageBody, ForceTakeBody, OperatorMessageBody, ReactionBody, ReplyWaitingBody, TransferBody, WidgetRatingBody, WidgetSettingsBody } from './codecs.js';
 import { hasIdentity } from './contacts.js';
 import { contactOf, messageOf, ticketOf, unwrap, type TicketRouteDeps } from './route-support.js';
 import type { Sender, TicketRequest } from './ticket-commands.js';
@@ -66,6 +67,12 @@ export const internalRoutes = ({ core, commands, contacts, readModels }: TicketR
   router.post(`${TICKET}/force-take`, async (ctx) => {
     const b = decode(ForceTakeBody, ctx.request.body, 'body');
     await onTicket(ctx, (ticketId) => ({ kind: 'force_take', ticketId, operatorId: b.operator_id }));
+  });
+
+  // A visitor rates the ticket in the widget: ticket.rated without `comment`.
+  router.post(`${TICKET}/rate`, async (ctx) => {
+    const b = decode(WidgetRatingBody, ctx.request.body, 'body');
+    await onTicket(ctx, (ticketId) => ({ kind: 'rate', ticketId, rating: b.rating }));
   });
 
   router.post(`${TICKET}/messages`, async (ctx) => {

@@ -50,7 +50,8 @@ export const ticketRoutes = ({ commands, readModels }: TicketRouteDeps) => {
     router.post('/tickets/:id/reopen', (ctx) => runLifecycle(ctx, (ticketId) => ({ kind: 'reopen', ticketId })));
     router.post('/tickets/:id/rate', async (ctx) => {
       const body = decode(RateTicket, ctx.request.body, 'body');
-      await runLifecycle(ctx, (ticketId) => ({ kind: 'rate', ticketId, rating: body.rating, ...(body.comment === undefined ? {} : { comment: body.comment }) }));
+      // Spec: a rating through the API carries `comment` (null when none was given).
+      await runLifecycle(ctx, (ticketId) => ({ kind: 'rate', ticketId, rating: body.rating, comment: body.comment ?? null }));
     });
   };
 };

@@ -182,6 +182,12 @@ describe('billing aggregate at expiry, as the billing clock drives it (unit, fak
     expect(state).to.deep.include({ balance: 20, paid: { plan: 'business', price: 80 }, next: null, expiresAt: iso(EXPIRY + PERIOD) });
   });
 
+  it('chosen next plan of price 0: plan_changed without amount and new_balance (nothing was paid), balance untouched', () => {
+    const { state, last } = play(billingAggregate, [pay('p', 10), subscribe({ next: { plan: 'business', price: 0 } }), tick(EXPIRY)]);
+    expect(last).to.deep.equal([{ type: 'billing.plan_changed', data: { old_plan: 'team', new_plan: 'business', expires_at: iso(EXPIRY + PERIOD) } }]);
+    expect(state).to.deep.include({ balance: 10, paid: { plan: 'business', price: 0 } });
+  });
+
   it('chosen next plan unaffordable: balance_low names the next plan and its price, then expiry and downgrade', () => {
     const { last } = play(billingAggregate, [pay('p', 50), subscribe({ next: { plan: 'business', price: 80 } }), tick(EXPIRY)]);
     expect(last).to.deep.equal([

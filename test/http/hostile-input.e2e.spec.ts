@@ -137,6 +137,7 @@ const SCHEMAS: Readonly<Record<string, BodySchema>> = {
     sample: () => ({ department_id: 'd1', department_name: 'Dep', operator_id: null }),
   },
   [`POST ${I}/tickets/:id/force-take`]: { fields: { operator_id: S }, sample: () => ({ operator_id: 'op-2' }) },
+  [`POST ${I}/tickets/:id/rate`]: { fields: { rating: N }, sample: () => ({ rating: 4 }) },
   [`POST ${I}/tickets/:id/messages`]: {
     fields: { sender: S, content: S, media_ids: A, operator_id: S, operator_name: SN, is_internal: B },
     sample: () => ({ sender: 'operator', content: 'x', operator_id: 'op-1', is_internal: false }),

@@ -176,7 +176,7 @@ describe('tickets API (e2e)', () => {
       expectCatalogueData(events);
     });
 
-    it('rate: 200 with ticket.rated (comment only when given); rating outside 1..5 is a schema 422', async () => {
+    it('rate: 200 with ticket.rated (through the API always with comment, null when none is given); rating outside 1..5 is a schema 422', async () => {
       const id = await ticketId(ws);
       expect((await ws.api('POST', `/api/v1/tickets/${id}/rate`, { rating: 4 })).body.rating).to.equal(4);
       const rated = await ws.api('POST', `/api/v1/tickets/${id}/rate`, { rating: 5, comment: 'Quick' });
@@ -186,7 +186,7 @@ describe('tickets API (e2e)', () => {
       expectSchemaError(await ws.api('POST', `/api/v1/tickets/${id}/rate`, { rating: 0 }), 'rating');
       const events = (await eventsOf(test, ws.workspaceId, ['ticket.rated'])).filter((e) => e.data['ticket_id'] === id);
       expect(events.map((e) => e.data)).to.deep.equal([
-        { ticket_id: id, rating: 4 },
+        { ticket_id: id, rating: 4, comment: null },
         { ticket_id: id, rating: 5, comment: 'Quick' },
       ]);
     });

@@ -114,10 +114,17 @@ const atExpiry = (state: BillingState, paid: PricedPlan, command: Extract<Billin
     event({ type: 'billing.subscription_expired', data: { old_plan: paid.plan, reason: 'insufficient_balance', expired_at: expiresAt } }),
     downgrade(),
   ];
+  // Spec: `amount` and `new_balance` come with payment of the chosen plan (a plan of price 0 is not paid), `reason` for a trial.
   const change = (to: PricedPlan, reason?: string) =>
     event({
       type: 'billing.plan_changed',
-      data: { old_plan: paid.plan, new_plan: to.plan, expires_at: nextExpiry, amount: to.price, new_balance: money(state.balance - to.price), ...(reason === undefined ? {} : { reason }) },
+      data: {
+        old_plan: paid.plan,
+        new_plan: to.plan,
+        expires_at: nextExpiry,
+        ...(to.price > 0 ? { amount: to.price, new_balance: money(state.balance - to.price) } : {}),
+        ...(reason === undefined ? {} : { reason }),
+      },
     });
 
   if (state.trial) return state.next !== null && state.balance >= state.next.price ? [change(state.next, 'trial_converted')] : [downgrade('trial_ended')];

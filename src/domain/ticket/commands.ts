@@ -32,6 +32,7 @@ export type TicketCommand = Base &
     | { readonly kind: 'update'; readonly subject?: string | null; readonly priority?: TicketPriority; readonly status?: TicketStatus }
     | { readonly kind: 'close' }
     | { readonly kind: 'reopen' }
+    /** `comment` is there (null when none was given) for a rating through the API, absent for the widget's. */
     | { readonly kind: 'rate'; readonly rating: number; readonly comment?: string | null }
     | { readonly kind: 'assign'; readonly operatorId: string; readonly operatorName: string; readonly operatorAvatarUrl: string | null }
     | { readonly kind: 'transfer'; readonly departmentId: string; readonly departmentName: string; readonly operatorId: string | null; readonly operatorName: string | null }

@@ -16,7 +16,8 @@ import * as path from 'node:path';
 import type { Writable } from 'node:stream';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { PUBLIC_EVENT_TYPES, isPublicEventType, type PublicEventType } from '../src/domain/event-types.js';
+import { parseInstant, parseTypes } from '../src/cli/args.js';
+import type { PublicEventType } from '../src/domain/event-types.js';
 import { openSqliteLog, type SqliteEventLog } from '../src/log/sqlite.js';
 import { feedLines, type FeedItem } from '../src/updates/feed-item.js';
 
@@ -70,26 +71,6 @@ export const writeNdjson = async (chunks: AsyncIterable<NdjsonChunk>, out: Writa
     if (!out.write(chunk.text)) await once(out, 'drain');
   }
   return count;
-};
-
-/** An offset in microseconds, or an ISO 8601 timestamp (no zone means UTC) turned into one. */
-export const parseInstant = (raw: string): number => {
-  if (/^\d+$/.test(raw)) {
-    const n = Number(raw);
-    if (Number.isSafeInteger(n)) return n;
-  }
-  const match = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,6}))?(Z|[+-]\d\d:\d\d)?$/.exec(raw);
-  const millis = match === null ? NaN : Date.parse(`${match[1]}${match[3] ?? 'Z'}`);
-  if (match === null || Number.isNaN(millis)) throw new Error(`"${raw}" is neither an offset in microseconds nor an ISO 8601 timestamp`);
-  return millis * 1000 + Number((match[2] ?? '').padEnd(6, '0'));
-};
-
-export const parseTypes = (raw: string | undefined): PublicEventType[] | undefined => {
-  if (raw === undefined) return undefined;
-  const names = [...new Set(raw.split(',').map((s) => s.trim()).filter((s) => s !== ''))];
-  const unknown = names.filter((n) => !isPublicEventType(n));
-  if (unknown.length > 0) throw new Error(`unknown event types: ${unknown.join(', ')} (valid: ${PUBLIC_EVENT_TYPES.join(', ')})`);
-  return names.length === 0 ? undefined : (names as PublicEventType[]);
 };
 
 /** Opens an existing log (never creates one at a mistyped path). */

@@ -7,6 +7,9 @@ export type FeedItem = Envelope & { readonly offset: number };
 
 export const feedItem = (record: RecordedEvent): FeedItem => ({ ...toEnvelope(record), offset: record.offset as number });
 
+/** The envelope an item carries, its keys in the envelope's order: what a webhook of that event carries. */
+export const itemEnvelope = ({ offset: _, ...envelope }: FeedItem): Envelope => envelope;
+
 /** A sequenced public event as the log stores it: the data still the JSON text written at append. */
 export interface StoredFeedEvent {
   readonly id: string;

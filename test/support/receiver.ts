@@ -116,7 +116,8 @@ const perform = (behaviour: Behaviour, response: ServerResponse, socket: Socket,
   }
 };
 
-export const startReceiver = async (host = '127.0.0.1'): Promise<Receiver> => {
+/** `port` 0 picks a free one; a fixed port brings a receiver up where a client already sends. */
+export const startReceiver = async (host = '127.0.0.1', wantedPort = 0): Promise<Receiver> => {
   const requests: ReceivedRequest[] = [];
   const queued: Answer[] = [];
   const waiters: { count: number; resolve: (r: ReceivedRequest[]) => void }[] = [];
@@ -140,7 +141,7 @@ export const startReceiver = async (host = '127.0.0.1'): Promise<Receiver> => {
       settleWaiters();
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, host, resolve));
+  await new Promise<void>((resolve) => server.listen(wantedPort, host, resolve));
   const { port } = server.address() as AddressInfo;
   const hostPart = host.includes(':') ? `[${host}]` : host;
 

@@ -14,7 +14,8 @@ import { LogUnavailable, type EventLog, type Json, type JsonObject, type NewEven
 import { openSqliteLog, type SqliteEventLog } from '../../src/log/sqlite.js';
 import { randomId } from '../../src/shared/ids.js';
 import { feedItem, type FeedItem } from '../../src/updates/feed-item.js';
-import { apiPages, logPages, openExistingLog, parseInstant, writeNdjson, type ExportRange, type NdjsonChunk } from '../../scripts/export.js';
+import { apiPages, logPages, openExistingLog, writeNdjson, type ExportRange, type NdjsonChunk } from '../../scripts/export.js';
+import { parseInstant } from '../../src/cli/args.js';
 import { startTestService, type TestWorkspace } from '../support/server.js';
 import { appendEvents, internalEvent, operatorStatus, ticketUpdated } from '../support/updates-events.js';
 

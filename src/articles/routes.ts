@@ -38,10 +38,17 @@ const operations: readonly Operation[] = [
 const notFound = (articleId: string) => business(domainError('ARTICLE_NOT_FOUND', 'Article not found', { article_id: articleId }));
 
 export const articleRoutes = (core: Core, index: ArticleIndex, settled: (position: number) => Promise<void>): RouteModule => {
+  // The refusal says the way out: which plans have it, and the admin call that changes the plan.
+  const plansWithIt = Object.entries(core.config.plans).flatMap(([name, limits]) => (limits.knowledgeBase ? [name] : []));
   const requireKnowledgeBase = (ctx: ApiContext) => {
-    const plan = ctx.state.workspace.plan;
+    const { id, plan } = ctx.state.workspace;
     if (core.config.plans[plan]?.knowledgeBase !== true) {
-      throw business(domainError('PLAN_FEATURE_UNAVAILABLE', 'The knowledge base is not included in your plan', { feature: 'knowledge_base', plan }));
+      const message =
+        plansWithIt.length === 0
+          ? `The knowledge base is not included in the ${plan} plan, nor in any plan of this server (PLANS)`
+          : `The knowledge base is not included in the ${plan} plan; it is in ${plansWithIt.join(', ')}. ` +
+            `An administrator changes the plan with PATCH /admin/v1/workspaces/${id} {"plan": "${plansWithIt[0]}"}`;
+      throw business(domainError('PLAN_FEATURE_UNAVAILABLE', message, { feature: 'knowledge_base', plan, plans_with_feature: plansWithIt }));
     }
   };
 

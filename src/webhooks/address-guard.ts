@@ -38,10 +38,19 @@ const blockListOf = (blocks: readonly (readonly [string, number])[]): BlockList 
   return list;
 };
 
+/** The narrowest block that opens `address`: what to put in WEBHOOK_ALLOWED_NETWORKS for it. */
+const blockOf = (address: string): string => `${address}/${familyOf(address) === 'ipv6' ? 128 : 32}`;
+
+// The message is what a developer sees first when a receiver on their own machine is refused (the
+// test endpoint's `error`, a delivery's attempt): it names the variable and the value to set.
 export class BlockedAddressError extends Error {
   readonly code = 'EADDRBLOCKED';
   constructor(readonly host: string, readonly addresses: readonly string[]) {
-    super(`${host} resolves only to blocked addresses (${addresses.join(', ')}): private, loopback, link-local and other internal networks are refused unless WEBHOOK_ALLOWED_NETWORKS opens them`);
+    const where = addresses.length === 1 && addresses[0] === host ? host : `${host} (${addresses.join(', ')})`;
+    super(
+      `${where} is a loopback, private, link-local or other internal address, refused unless WEBHOOK_ALLOWED_NETWORKS opens it: ` +
+        `restart the service with WEBHOOK_ALLOWED_NETWORKS=${addresses.map(blockOf).join(',')}`,
+    );
     this.name = 'BlockedAddressError';
   }
 }

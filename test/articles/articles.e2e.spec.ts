@@ -29,6 +29,30 @@ describe('knowledge base /api/v1/articles (e2e)', () => {
       const reply = await free.api(method, path, body);
       expect(reply.status, `${method} ${path}`).to.equal(403);
       expect(reply.body).to.include({ error_code: 'PLAN_FEATURE_UNAVAILABLE', request_id: reply.headers.get('x-request-id') });
+      expect(reply.body.detail).to.deep.equal({ feature: 'knowledge_base', plan: 'free', plans_with_feature: ['team', 'business'] });
+    }
+  });
+
+  it('says how to get the knowledge base: the admin call that changes the plan, which then opens it', async () => {
+    const free = await ts.createWorkspace('free');
+    const refused = await free.api('GET', '/api/v1/articles');
+    expect(refused.body.error_message).to.equal(
+      `The knowledge base is not included in the free plan; it is in team, business. An administrator changes the plan with PATCH /admin/v1/workspaces/${free.workspaceId} {"plan": "team"}`,
+    );
+    const [, method, path, body] = /(PATCH) (\S+) (.*)$/.exec(refused.body.error_message) ?? [];
+    expect((await ts.admin(method!, path!, JSON.parse(body!))).status).to.equal(200);
+    expect((await free.api('GET', '/api/v1/articles')).status).to.equal(200);
+  });
+
+  it('says no plan has it when none does', async () => {
+    const none = await startTestService({ PLANS: 'free:100:false,team:5000:false' });
+    try {
+      const ws = await none.createWorkspace();
+      const refused = await ws.api('GET', '/api/v1/articles');
+      expect(refused.status).to.equal(403);
+      expect(refused.body.error_message).to.equal('The knowledge base is not included in the free plan, nor in any plan of this server (PLANS)');
+    } finally {
+      await none.close();
     }
   });
 

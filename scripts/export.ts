@@ -3,20 +3,17 @@
 // folder the lines are built from the stored event text (src/updates/feed-item.ts feedLines), with
 // the filters in SQL (src/log/sqlite-export.ts).
 //
-//   npx tsx scripts/export.ts [--data-dir DIR] [--workspace ID] [--from T] [--to T] [--types a,b] [--out FILE]
-//   npx tsx scripts/export.ts --url http://host:8080 --key API_KEY [--from T] [--to T] [--types a,b] [--out FILE]
-//
-// T is an offset (microseconds since the epoch) or an ISO 8601 timestamp; --from is inclusive, --to
-// exclusive. Without --workspace the log export covers every workspace, in log order.
-// The log file is locked by a running service (src/log/sqlite-open.ts): read it while the service is
-// stopped, or export one workspace through the API with --url and --key while it runs.
+// Usage: EXPORT_USAGE below (--help prints it).
 import { existsSync, createWriteStream } from 'node:fs';
 import { once } from 'node:events';
 import * as path from 'node:path';
 import type { Writable } from 'node:stream';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { parseInstant, parseTypes } from '../src/cli/args.js';
+import { parseInstant, parseTypes, UsageError } from '../src/cli/args.js';
+import { progressReporter } from '../src/cli/progress.js';
+import { runCommand } from '../src/cli/run.js';
+import { workspaceStream } from '../src/domain/workspace/workspace.js';
 import type { PublicEventType } from '../src/domain/event-types.js';
 import { openSqliteLog, type SqliteEventLog } from '../src/log/sqlite.js';
 import { feedLines, type FeedItem } from '../src/updates/feed-item.js';
@@ -63,12 +60,13 @@ export async function* apiPages(baseUrl: string, apiKey: string, range: ExportRa
   }
 }
 
-/** Writes the chunks, honouring back-pressure; returns the number of lines. */
-export const writeNdjson = async (chunks: AsyncIterable<NdjsonChunk>, out: Writable): Promise<number> => {
+/** Writes the chunks, honouring back-pressure; returns the number of lines. `progress` hears the count after each chunk. */
+export const writeNdjson = async (chunks: AsyncIterable<NdjsonChunk>, out: Writable, progress?: (count: number) => void): Promise<number> => {
   let count = 0;
   for await (const chunk of chunks) {
     count += chunk.lines;
     if (!out.write(chunk.text)) await once(out, 'drain');
+    progress?.(count);
   }
   return count;
 };
@@ -80,35 +78,72 @@ export const openExistingLog = (dataDir: string): SqliteEventLog => {
   return openSqliteLog({ file });
 };
 
-const main = async () => {
-  const { values } = parseArgs({
-    options: {
-      'data-dir': { type: 'string' },
-      workspace: { type: 'string' },
-      url: { type: 'string' },
-      key: { type: 'string' },
-      from: { type: 'string' },
-      to: { type: 'string' },
-      types: { type: 'string' },
-      out: { type: 'string' },
-    },
-  });
+/** Fails naming the workspace when the log has never seen it: a mistyped id must not export 0 events silently. */
+export const requireWorkspace = async (log: SqliteEventLog, workspaceId: string, dataDir: string): Promise<void> => {
+  if ((await log.readStream(workspaceStream(workspaceId))).length === 0) throw new Error(`no workspace ${workspaceId} in ${path.join(dataDir, 'events.sqlite')}`);
+};
+
+export const EXPORT_USAGE = `Usage: npx tsx scripts/export.ts [--data-dir DIR] [--workspace ID] [--from T] [--to T] [--types A,B] [--out FILE]
+       npx tsx scripts/export.ts --url URL --key API_KEY [--from T] [--to T] [--types A,B] [--out FILE]
+
+Writes public events as NDJSON, one /api/v1/updates item (envelope + offset) per line, in offset order.
+
+  --data-dir DIR   read the log of a stopped service (default $DATA_DIR, else ./data); every workspace
+                   in log order unless --workspace names one (an unknown id is an error)
+  --url, --key     read one workspace (the key's) through a running service instead
+  --from T         first offset, inclusive (default 0); T is microseconds or an ISO 8601 timestamp
+  --to T           end, exclusive (default: the end of the log)
+  --types A,B      only these event types
+  --out FILE       write there instead of stdout
+  -h, --help       this text
+
+Progress goes to stderr every 2 s, and the count and rate at the end.`;
+
+const main = async (): Promise<number> => {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      options: {
+        'data-dir': { type: 'string' },
+        workspace: { type: 'string' },
+        url: { type: 'string' },
+        key: { type: 'string' },
+        from: { type: 'string' },
+        to: { type: 'string' },
+        types: { type: 'string' },
+        out: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    }));
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  if (values.help === true) {
+    console.log(EXPORT_USAGE);
+    return 0;
+  }
+  if (values.url !== undefined && values.key === undefined) throw new UsageError('--url needs --key (the workspace is the key\'s)');
+  if (values.url !== undefined && (values.workspace !== undefined || values['data-dir'] !== undefined)) throw new UsageError('--url reads the key\'s workspace: --workspace and --data-dir are for the log');
   const types = parseTypes(values.types);
   const range: ExportRange = {
     from: values.from === undefined ? 0 : parseInstant(values.from),
     to: values.to === undefined ? Number.MAX_SAFE_INTEGER : parseInstant(values.to),
     ...(types === undefined ? {} : { types }),
   };
-  const out = values.out === undefined ? process.stdout : createWriteStream(values.out);
+  const progress = progressReporter('exported');
   const started = performance.now();
   let count: number;
+  let out: Writable = process.stdout;
   if (values.url !== undefined) {
-    if (values.key === undefined) throw new Error('--url needs --key (the workspace is the key\'s)');
-    count = await writeNdjson(apiPages(values.url.replace(/\/+$/, ''), values.key, range), out);
+    if (values.out !== undefined) out = createWriteStream(values.out);
+    count = await writeNdjson(apiPages(values.url.replace(/\/+$/, ''), values.key as string, range), out, progress);
   } else {
-    const log = openExistingLog(path.resolve(values['data-dir'] ?? process.env['DATA_DIR'] ?? './data'));
+    const dataDir = path.resolve(values['data-dir'] ?? process.env['DATA_DIR'] ?? './data');
+    const log = openExistingLog(dataDir);
     try {
-      count = await writeNdjson(logPages(log, range, values.workspace), out);
+      if (values.workspace !== undefined) await requireWorkspace(log, values.workspace, dataDir);
+      if (values.out !== undefined) out = createWriteStream(values.out);
+      count = await writeNdjson(logPages(log, range, values.workspace), out, progress);
     } finally {
       await log.close();
     }
@@ -116,11 +151,7 @@ const main = async () => {
   if (out !== process.stdout) await new Promise<void>((resolve, reject) => out.end((error?: Error | null) => (error ? reject(error) : resolve())));
   const seconds = (performance.now() - started) / 1000;
   console.error(`exported ${count} events in ${seconds.toFixed(2)} s (${Math.round(count / Math.max(seconds, 1e-9))} events/s)`);
+  return 0;
 };
 
-if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  main().catch((error: unknown) => {
-    console.error(`export failed: ${(error as Error).message}`);
-    process.exit(1);
-  });
-}
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) runCommand('export', main, EXPORT_USAGE);

@@ -3,9 +3,7 @@
 // costs where the read models are rebuilt (an API server without Redis; the embedded service rebuilds
 // its read-model file like this when it is new or was built from another log).
 //
-//   npx tsx scripts/rebuild.ts [--data-dir DIR]
-//
-// Like the export, it needs the log file unlocked: run it while the service is stopped.
+// Usage: REBUILD_USAGE below (--help prints it).
 import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -13,6 +11,9 @@ import { PROJECTIONS } from '../projections/registry.js';
 import { applier } from '../projections/tickets-store.js';
 import { memoryDocumentStores } from '../projections/tickets-store-memory.js';
 import { createWorkspaceDirectory } from '../projections/workspace-directory.js';
+import { UsageError } from '../src/cli/args.js';
+import { progressReporter } from '../src/cli/progress.js';
+import { runCommand } from '../src/cli/run.js';
 import { loadConfig } from '../src/config/config.js';
 import type { EventLog, RecordedEvent } from '../src/log/event-log.js';
 import { openExistingLog } from './export.js';
@@ -44,7 +45,8 @@ const targets = (): Target[] => {
   ];
 };
 
-export const rebuildProjections = async (log: EventLog, pageSize = 5000): Promise<RebuildReport> => {
+/** `progress` hears the count of events applied after each page. */
+export const rebuildProjections = async (log: EventLog, pageSize = 5000, progress?: (events: number) => void): Promise<RebuildReport> => {
   const all = targets();
   const types = [...new Set(all.flatMap((t) => [...t.types]))];
   const started = performance.now();
@@ -55,6 +57,7 @@ export const rebuildProjections = async (log: EventLog, pageSize = 5000): Promis
       for (const target of all) if (target.types.has(event.type)) await target.apply(event);
     }
     events += page.length;
+    progress?.(events);
     const last = page.at(-1);
     if (last === undefined) break;
     after = last.position;
@@ -65,22 +68,37 @@ export const rebuildProjections = async (log: EventLog, pageSize = 5000): Promis
   return { events, seconds, eventsPerSecond: Math.round(events / Math.max(seconds, 1e-9)), documents };
 };
 
-const main = async () => {
-  const { values } = parseArgs({ options: { 'data-dir': { type: 'string' } } });
+export const REBUILD_USAGE = `Usage: npx tsx scripts/rebuild.ts [--data-dir DIR]
+
+Rebuilds every read model from the log in memory, in one pass, and reports the documents per read
+model and the events/s: a check that every event applies cleanly. It reads the log of a stopped
+service (DIR: default $DATA_DIR, else ./data) and changes nothing.
+
+  -h, --help   this text
+
+Progress goes to stderr every 2 s.`;
+
+const main = async (): Promise<number> => {
+  let values;
+  try {
+    ({ values } = parseArgs({ options: { 'data-dir': { type: 'string' }, help: { type: 'boolean', short: 'h' } } }));
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  if (values.help === true) {
+    console.log(REBUILD_USAGE);
+    return 0;
+  }
   const config = loadConfig({ ...process.env, ...(values['data-dir'] === undefined ? {} : { DATA_DIR: values['data-dir'] }) });
   const log = openExistingLog(path.resolve(config.dataDir));
   try {
-    const report = await rebuildProjections(log);
+    const report = await rebuildProjections(log, 5000, progressReporter('rebuilt'));
     for (const [name, count] of Object.entries(report.documents)) console.log(`${name}: ${count} documents`);
     console.log(`rebuilt from ${report.events} events in ${report.seconds.toFixed(2)} s (${report.eventsPerSecond} events/s)`);
   } finally {
     await log.close();
   }
+  return 0;
 };
 
-if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  main().catch((error: unknown) => {
-    console.error(`rebuild failed: ${(error as Error).message}`);
-    process.exit(1);
-  });
-}
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) runCommand('rebuild', main, REBUILD_USAGE);

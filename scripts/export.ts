@@ -9,8 +9,7 @@ import { once } from 'node:events';
 import * as path from 'node:path';
 import type { Writable } from 'node:stream';
 import { pathToFileURL } from 'node:url';
-import { parseArgs } from 'node:util';
-import { parseInstant, parseTypes, UsageError } from '../src/cli/args.js';
+import { parseCommandLine, parseInstant, parseTypes, UsageError } from '../src/cli/args.js';
 import { progressReporter } from '../src/cli/progress.js';
 import { runCommand } from '../src/cli/run.js';
 import { workspaceStream } from '../src/domain/workspace/workspace.js';
@@ -100,24 +99,19 @@ Writes public events as NDJSON, one /api/v1/updates item (envelope + offset) per
 Progress goes to stderr every 2 s, and the count and rate at the end.`;
 
 const main = async (): Promise<number> => {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      options: {
-        'data-dir': { type: 'string' },
-        workspace: { type: 'string' },
-        url: { type: 'string' },
-        key: { type: 'string' },
-        from: { type: 'string' },
-        to: { type: 'string' },
-        types: { type: 'string' },
-        out: { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    }));
-  } catch (error) {
-    throw new UsageError((error as Error).message);
-  }
+  const values = parseCommandLine({
+    options: {
+      'data-dir': { type: 'string' },
+      workspace: { type: 'string' },
+      url: { type: 'string' },
+      key: { type: 'string' },
+      from: { type: 'string' },
+      to: { type: 'string' },
+      types: { type: 'string' },
+      out: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
   if (values.help === true) {
     console.log(EXPORT_USAGE);
     return 0;

@@ -6,12 +6,11 @@
 // Usage: REBUILD_USAGE below (--help prints it).
 import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { parseArgs } from 'node:util';
 import { PROJECTIONS } from '../projections/registry.js';
 import { applier } from '../projections/tickets-store.js';
 import { memoryDocumentStores } from '../projections/tickets-store-memory.js';
 import { createWorkspaceDirectory } from '../projections/workspace-directory.js';
-import { UsageError } from '../src/cli/args.js';
+import { parseCommandLine } from '../src/cli/args.js';
 import { progressReporter } from '../src/cli/progress.js';
 import { runCommand } from '../src/cli/run.js';
 import { loadConfig } from '../src/config/config.js';
@@ -79,12 +78,7 @@ service (DIR: default $DATA_DIR, else ./data) and changes nothing.
 Progress goes to stderr every 2 s.`;
 
 const main = async (): Promise<number> => {
-  let values;
-  try {
-    ({ values } = parseArgs({ options: { 'data-dir': { type: 'string' }, help: { type: 'boolean', short: 'h' } } }));
-  } catch (error) {
-    throw new UsageError((error as Error).message);
-  }
+  const values = parseCommandLine({ options: { 'data-dir': { type: 'string' }, help: { type: 'boolean', short: 'h' } } });
   if (values.help === true) {
     console.log(REBUILD_USAGE);
     return 0;

@@ -1,5 +1,6 @@
 // Argument readers shared by the command-line tools (scripts/export.ts, the listen command): what a
 // user types becomes a value or a UsageError that says what is wrong, never a silent default.
+import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { PUBLIC_EVENT_TYPES, isPublicEventType, type PublicEventType } from '../domain/event-types.js';
 
 /** A mistake in the command line: printed with the command's usage, exit code 2. */
@@ -9,6 +10,15 @@ export class UsageError extends Error {
     this.name = 'UsageError';
   }
 }
+
+/** parseArgs (strict: an unknown option or a missing value is refused) with its refusals as UsageErrors. */
+export const parseCommandLine = <T extends ParseArgsConfig>(config: T): ReturnType<typeof parseArgs<T>>['values'] => {
+  try {
+    return parseArgs(config).values;
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+};
 
 /** An offset in microseconds, or an ISO 8601 timestamp (no zone means UTC) turned into one. */
 export const parseInstant = (raw: string): number => {

@@ -1,7 +1,6 @@
 // The listen command's options: read from argv and the environment, checked before anything runs.
-import { parseArgs } from 'node:util';
 import type { PublicEventType } from '../../domain/event-types.js';
-import { parseHttpUrl, parseTypes, UsageError } from '../args.js';
+import { parseCommandLine, parseHttpUrl, parseTypes, UsageError } from '../args.js';
 
 /** Where the stream starts when no state file says otherwise. */
 export type From = { readonly kind: 'now' } | { readonly kind: 'offset'; readonly offset: number };
@@ -54,24 +53,19 @@ const parseFrom = (raw: string): From => {
 
 /** The options, or null when --help was asked; a UsageError for anything wrong or missing. */
 export const parseListenOptions = (argv: readonly string[], env: NodeJS.ProcessEnv): ListenOptions | null => {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args: [...argv],
-      options: {
-        url: { type: 'string' },
-        key: { type: 'string' },
-        'forward-to': { type: 'string' },
-        types: { type: 'string' },
-        from: { type: 'string' },
-        state: { type: 'string' },
-        secret: { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    }));
-  } catch (error) {
-    throw new UsageError((error as Error).message);
-  }
+  const values = parseCommandLine({
+    args: [...argv],
+    options: {
+      url: { type: 'string' },
+      key: { type: 'string' },
+      'forward-to': { type: 'string' },
+      types: { type: 'string' },
+      from: { type: 'string' },
+      state: { type: 'string' },
+      secret: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
   if (values.help === true) return null;
   const key = values.key ?? env[KEY_ENV];
   if (key === undefined || key === '') throw new UsageError(`give the API key with --key or ${KEY_ENV}`);

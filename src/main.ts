@@ -30,6 +30,8 @@ const main = async () => {
   if (service.firstApiKey !== null) {
     console.log(`Created the first workspace ${service.firstApiKey.workspaceId}.`);
     console.log(`Its API key (shown once, keep it): ${service.firstApiKey.apiKey}`);
+    // The way back, where a new user looks first (README "A lost API key").
+    console.log(`A lost key cannot be shown again: with ADMIN_TOKEN set, POST /admin/v1/workspaces/${service.firstApiKey.workspaceId}/keys issues another.`);
   }
   console.log(`support-platform (${config.role}) listening on ${service.url} with data in ${config.dataDir}`);
 };

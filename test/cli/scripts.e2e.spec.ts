@@ -1,26 +1,13 @@
 // scripts/export.ts and scripts/rebuild.ts as a user runs them: --help, a clear refusal of a mistyped
 // workspace or command line (non-zero exit), and the export of a real stopped service's log.
 import { expect } from 'chai';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
+import { runProcess } from '../support/run-process.js';
 import { startTestService, type TestService, type TestWorkspace } from '../support/server.js';
 
-interface Run {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-const run = (script: string, args: readonly string[]): Promise<Run> =>
-  new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], { env: { PATH: process.env['PATH'] ?? '' } });
-    let [stdout, stderr] = ['', ''];
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-    child.once('close', (code) => resolve({ code, stdout, stderr }));
-  });
+const run = (script: string, args: readonly string[]) => runProcess(process.execPath, ['--import', 'tsx', script, ...args], { env: { PATH: process.env['PATH'] ?? '' } });
 
 describe('export and rebuild scripts (e2e)', function () {
   this.timeout(30_000);

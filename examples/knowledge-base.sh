@@ -7,13 +7,13 @@ set -euo pipefail
 URL=${URL:-http://localhost:8080}
 json() { node -pe "JSON.parse(require('fs').readFileSync(0, 'utf8'))$1"; }
 
-curl -sf -X PATCH "$URL/admin/v1/workspaces/$WORKSPACE" -H "Authorization: Bearer $ADMIN_TOKEN" \
+curl -s --fail-with-body -X PATCH "$URL/admin/v1/workspaces/$WORKSPACE" -H "Authorization: Bearer $ADMIN_TOKEN" \
   -H 'Content-Type: application/json' -d '{"plan": "team"}'
 echo
-ARTICLE=$(curl -sf "$URL/api/v1/articles" -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' \
+ARTICLE=$(curl -s --fail-with-body "$URL/api/v1/articles" -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' \
   -d '{"title": "Resetting a password", "body": "Open Settings, then Security."}' | json .id)
-curl -sf -X PATCH "$URL/api/v1/articles/$ARTICLE" -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' \
+curl -s --fail-with-body -X PATCH "$URL/api/v1/articles/$ARTICLE" -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' \
   -d '{"body": "Open Settings, then Security, then Reset."}'
 echo
-curl -sf "$URL/api/v1/articles?page=1&page_size=20" -H "Authorization: Bearer $KEY"
+curl -s --fail-with-body "$URL/api/v1/articles?page=1&page_size=20" -H "Authorization: Bearer $KEY"
 echo

@@ -5,5 +5,5 @@ set -euo pipefail
 : "${WORKSPACE:?set WORKSPACE to the workspace id}" "${ADMIN_TOKEN:?start the service with ADMIN_TOKEN and set it here too}"
 URL=${URL:-http://localhost:8080}
 
-curl -sf -X POST "$URL/admin/v1/workspaces/$WORKSPACE/keys" -H "Authorization: Bearer $ADMIN_TOKEN"
+curl -s --fail-with-body -X POST "$URL/admin/v1/workspaces/$WORKSPACE/keys" -H "Authorization: Bearer $ADMIN_TOKEN"
 echo

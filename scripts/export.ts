@@ -8,10 +8,9 @@ import { existsSync, createWriteStream } from 'node:fs';
 import { once } from 'node:events';
 import * as path from 'node:path';
 import type { Writable } from 'node:stream';
-import { pathToFileURL } from 'node:url';
 import { parseCommandLine, parseInstant, parseTypes, UsageError } from '../src/cli/args.js';
 import { progressReporter } from '../src/cli/progress.js';
-import { runCommand } from '../src/cli/run.js';
+import { isMain, runCommand } from '../src/cli/run.js';
 import { workspaceStream } from '../src/domain/workspace/workspace.js';
 import type { PublicEventType } from '../src/domain/event-types.js';
 import { openSqliteLog, type SqliteEventLog } from '../src/log/sqlite.js';
@@ -148,4 +147,4 @@ const main = async (): Promise<number> => {
   return 0;
 };
 
-if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) runCommand('export', main, EXPORT_USAGE);
+if (isMain(import.meta.url)) runCommand('export', main, EXPORT_USAGE);

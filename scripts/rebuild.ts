@@ -5,14 +5,13 @@
 //
 // Usage: REBUILD_USAGE below (--help prints it).
 import * as path from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { PROJECTIONS } from '../projections/registry.js';
 import { applier } from '../projections/tickets-store.js';
 import { memoryDocumentStores } from '../projections/tickets-store-memory.js';
 import { createWorkspaceDirectory } from '../projections/workspace-directory.js';
 import { parseCommandLine } from '../src/cli/args.js';
 import { progressReporter } from '../src/cli/progress.js';
-import { runCommand } from '../src/cli/run.js';
+import { isMain, runCommand } from '../src/cli/run.js';
 import { loadConfig } from '../src/config/config.js';
 import type { EventLog, RecordedEvent } from '../src/log/event-log.js';
 import { openExistingLog } from './export.js';
@@ -95,4 +94,4 @@ const main = async (): Promise<number> => {
   return 0;
 };
 
-if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) runCommand('rebuild', main, REBUILD_USAGE);
+if (isMain(import.meta.url)) runCommand('rebuild', main, REBUILD_USAGE);

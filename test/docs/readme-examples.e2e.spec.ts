@@ -4,7 +4,7 @@
 // `tsc --strict`, with the five-minute guide's listen → receiver path end to end.
 import { expect } from 'chai';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { createHmac } from 'node:crypto';
@@ -60,7 +60,7 @@ describe('README examples (e2e)', function () {
 
   it('README quotes every file of examples/ verbatim', () => {
     const readme = readFileSync(path.join(REPO, 'README.md'), 'utf8');
-    expect(examples).to.include.members(['first-ticket.sh', 'receive-webhook.ts', 'poll-updates.ts', 'upload.sh', 'knowledge-base.sh', 'new-api-key.sh']);
+    expect(examples).to.include.members(['first-ticket.sh', 'receive-webhook.ts', 'poll-updates.ts', 'upload.sh', 'knowledge-base.sh', 'new-api-key.sh', 'export-history.sh', 'export-log.sh']);
     for (const file of examples) {
       const fence = file.endsWith('.ts') ? 'ts' : 'sh';
       expect(readme, `README.md must quote examples/${file} in a \`\`\`${fence} block`).to.include(`\`\`\`${fence}\n${readFileSync(path.join(EXAMPLES, file), 'utf8')}\`\`\``);
@@ -167,6 +167,48 @@ describe('README examples (e2e)', function () {
     expect((await script('first-ticket.sh', { KEY: ws.apiKey })).code).to.equal(0);
     await eventually('ticket.created at the receiver', () => receiver.lines.some((l) => /^verified ticket\.created [0-9a-f]{32} at /.test(l)));
     await listen.waitFor(/ticket\.created +[0-9a-f]{32}  <-- \[204\]/);
+  });
+
+  /** A folder outside the repository that looks like a clone (its code linked in), to run the examples that use scripts/. */
+  const cloneView = (): string => {
+    const clone = mkdtempSync(path.join(tmpdir(), 'sp-clone-'));
+    for (const entry of ['package.json', 'node_modules', 'scripts', 'src', 'projections']) symlinkSync(path.join(REPO, entry), path.join(clone, entry));
+    for (const file of examples) copyFileSync(path.join(EXAMPLES, file), path.join(clone, file));
+    return clone;
+  };
+
+  it('export-history.sh exports the key\'s workspace through the API while the service runs', async () => {
+    const clone = cloneView();
+    try {
+      const created = await ws.api('POST', '/api/v1/tickets', { contact: { email: 'history@example.test' } });
+      const result = await runProcess('bash', ['export-history.sh'], { cwd: clone, env: env({ KEY: ws.apiKey }) });
+      expect(result.code, result.stderr).to.equal(0);
+      const lines = readFileSync(path.join(clone, 'tickets.ndjson'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { type: string; data: { ticket_id: string } });
+      expect(lines.map((l) => l.data.ticket_id)).to.include(created.body.id);
+      expect(new Set(lines.map((l) => l.type))).to.deep.equal(new Set(['ticket.created']));
+    } finally {
+      rmSync(clone, { recursive: true, force: true });
+    }
+  });
+
+  it('export-log.sh exports and rebuilds from a stopped service\'s folder; an unknown WORKSPACE fails it', async () => {
+    const clone = cloneView();
+    const stopped = await startTestService({}, { dataDir: path.join(clone, 'data') });
+    try {
+      const mine = await stopped.createWorkspace();
+      await mine.api('POST', '/api/v1/tickets', { contact: { email: 'log@example.test' } });
+      await stopped.service.close();
+      const result = await runProcess('bash', ['export-log.sh'], { cwd: clone, env: env({ WORKSPACE: mine.workspaceId }) });
+      expect(result.code, result.stderr).to.equal(0);
+      const lines = readFileSync(path.join(clone, 'history.ndjson'), 'utf8').trim().split('\n');
+      expect(lines.map((l) => (JSON.parse(l) as { type: string }).type)).to.include('ticket.created');
+      expect(result.stdout).to.match(/^1$/m).and.match(/^tickets: 1 documents$/m);
+      const unknown = await runProcess('bash', ['export-log.sh'], { cwd: clone, env: env({ WORKSPACE: 'nope' }) });
+      expect(unknown.code).to.equal(1);
+      expect(unknown.stderr).to.include('export failed: no workspace nope');
+    } finally {
+      rmSync(clone, { recursive: true, force: true });
+    }
   });
 
   it('poll-updates.ts prints events from OFFSET and stops after STOP_AFTER', async () => {

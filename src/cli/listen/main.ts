@@ -1,8 +1,7 @@
 // Entry point of `support-platform listen` and `npm run listen`: options, the signing secret, and a
 // clean stop on Ctrl-C (SIGINT) or SIGTERM; a second signal exits at once.
-import { pathToFileURL } from 'node:url';
 import { newWebhookSecret } from '../../webhooks/secrets.js';
-import { runCommand } from '../run.js';
+import { isMain, runCommand } from '../run.js';
 import { listen } from './listen.js';
 import { LISTEN_USAGE, parseListenOptions } from './options.js';
 
@@ -31,4 +30,4 @@ export const runListen = async (argv: readonly string[]): Promise<number> => {
   return 0;
 };
 
-if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) runCommand('listen', () => runListen(process.argv.slice(2)), LISTEN_USAGE);
+if (isMain(import.meta.url)) runCommand('listen', () => runListen(process.argv.slice(2)), LISTEN_USAGE);

@@ -199,6 +199,18 @@ describe('listen: forwarding /updates to a local URL (e2e)', function () {
     expect(JSON.parse(readFileSync(state, 'utf8')).offset).to.equal(page.body.items[0].offset + 1);
   });
 
+  it('keeps waiting for an API that is not up, saying why, and Ctrl-C still stops it cleanly', async () => {
+    const probe = await startReceiver();
+    const port = probe.port;
+    await probe.close();
+    const local = await receiver();
+    const p = startListen(['--url', `http://127.0.0.1:${port}`, '--key', 'k', '--forward-to', local.url]);
+    processes.push(p);
+    await p.waitFor(/GET \/api\/v1\/updates: unreachable \(ECONNREFUSED\); retrying in 1\.0 s/);
+    expect(p.child.exitCode).to.equal(null);
+    expect(await p.stop('SIGINT')).to.equal(0);
+  });
+
   it('stops with exit code 1 and the API\'s answer when the key is refused', async () => {
     const p = startListen(['--url', test.url, '--key', 'sk_wrong', '--forward-to', 'http://127.0.0.1:9/']);
     processes.push(p);

@@ -54,7 +54,9 @@ export const nextPage = async (query: UpdatesQuery, signal: AbortSignal, notice:
     } catch (error) {
       if (signal.aborted) return null;
       if (error instanceof UpdatesRefused) throw error;
-      [wait, reason] = [(backoff = doubled(backoff, FIRST_BACKOFF_MS, MAX_BACKOFF_MS)), `unreachable (${(error as Error).message})`];
+      // fetch says only "fetch failed"; the cause has the code (ECONNREFUSED, ENOTFOUND, …).
+      const { message, cause } = error as Error & { cause?: { code?: string } };
+      [wait, reason] = [(backoff = doubled(backoff, FIRST_BACKOFF_MS, MAX_BACKOFF_MS)), `unreachable (${cause?.code ?? message})`];
     }
     notice(`GET /api/v1/updates: ${reason}; retrying in ${(wait / 1000).toFixed(1)} s`);
     if (!(await pause(wait, signal))) return null;

@@ -7,6 +7,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
+import { Webhook } from 'standardwebhooks';
 import { randomId } from '../../src/shared/ids.js';
 import { verifySignature } from '../../src/webhooks/signature.js';
 import { startListen, type ListenProcess } from '../support/listen-process.js';
@@ -15,7 +16,8 @@ import { startTestService, type TestService, type TestWorkspace } from '../suppo
 import { emit, eventIdOf, eventually, header, subscribe } from '../support/webhooks-dispatch.js';
 import { ticketUpdated } from '../support/updates-events.js';
 
-const SECRET = 'whsec_listen-test-secret';
+/** In the Standard Webhooks form (whsec_ + base64 of 32 bytes), as the service makes them. */
+const SECRET = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
 
 describe('listen: forwarding /updates to a local URL (e2e)', function () {
   this.timeout(60_000);
@@ -63,7 +65,7 @@ describe('listen: forwarding /updates to a local URL (e2e)', function () {
     return ids;
   };
 
-  it('forwards the bytes and headers of a real webhook delivery of the same event, signed with the local secret', async () => {
+  it('forwards the bytes and headers of a real webhook delivery of the same event, both signatures with the local secret', async () => {
     const [hooks, local] = [await receiver(), await receiver()];
     const { secret } = await subscribe(ws, hooks.url);
     const p = await listen(local.url);
@@ -82,6 +84,12 @@ describe('listen: forwarding /updates to a local URL (e2e)', function () {
       expect(verifySignature(SECRET, b.body, header(b, 'x-webhook-signature'))).to.equal(true);
       expect(verifySignature(secret, b.body, header(b, 'x-webhook-signature'))).to.equal(false);
       expect(header(b, 'x-webhook-id')).to.match(/^[0-9a-f]{32}$/);
+      const signed = (r: ReceivedRequest) => Object.keys(r.headers).filter((name) => /^(x-)?webhook-|^content-type$|^user-agent$/.test(name)).sort();
+      expect(signed(b)).to.deep.equal(signed(a));
+      expect(header(b, 'webhook-id')).to.equal(header(b, 'x-webhook-id'));
+      const standard = { 'webhook-id': header(b, 'webhook-id'), 'webhook-timestamp': header(b, 'webhook-timestamp'), 'webhook-signature': header(b, 'webhook-signature') };
+      expect(new Webhook(SECRET).verify(b.body, standard)).to.deep.equal(JSON.parse(b.body.toString('utf8')));
+      expect(() => new Webhook(secret).verify(b.body, standard)).to.throw();
     }
     expect(forwarded.map(eventIdOf)).to.deep.equal(ids);
     await p.waitFor(new RegExp(`ticket\\.created +${ids[0]}  <-- \\[200\\] \\d+ ms$`));

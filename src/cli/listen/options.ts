@@ -26,7 +26,8 @@ export const LISTEN_USAGE = `Usage: support-platform listen --forward-to URL [op
 
 Long-polls GET /api/v1/updates and forwards each event to a local URL as a webhook delivery would
 arrive: the same body bytes, Content-Type, X-Webhook-Signature (HMAC-SHA256 with a local secret),
-X-Webhook-Event, X-Webhook-Id and X-Webhook-Attempt. One line per event on stdout.
+X-Webhook-Event, X-Webhook-Id, X-Webhook-Attempt and the Standard Webhooks headers (webhook-id,
+webhook-timestamp, webhook-signature). One line per event on stdout.
 
 Options:
   --forward-to URL   where to POST each event, e.g. http://localhost:3000/webhooks (required)

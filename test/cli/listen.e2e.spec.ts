@@ -11,6 +11,7 @@ import { Webhook } from 'standardwebhooks';
 import { randomId } from '../../src/shared/ids.js';
 import { verifySignature } from '../../src/webhooks/signature.js';
 import { startListen, type ListenProcess } from '../support/listen-process.js';
+import { runProcess } from '../support/run-process.js';
 import { startReceiver, type ReceivedRequest, type Receiver } from '../support/receiver.js';
 import { startTestService, type TestService, type TestWorkspace } from '../support/server.js';
 import { emit, eventIdOf, eventually, header, subscribe } from '../support/webhooks-dispatch.js';
@@ -232,6 +233,18 @@ describe('listen: forwarding /updates to a local URL (e2e)', function () {
       expect(await p.exited, args.join(' ')).to.equal(2);
       expect(p.notices.join('\n')).to.match(/SUPPORT_PLATFORM_API_KEY|absolute http|unknown event types: ticket\.nope|--from must be now/).and.include('Usage: support-platform listen');
     }
+  });
+
+  it('runs from the clone as `npx support-platform listen` and `npm run listen`', async () => {
+    const env = { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '' };
+    for (const [command, args] of [['npx', ['--no-install', 'support-platform', 'listen', '--help']], ['npm', ['run', '-s', 'listen', '--', '--help']]] as const) {
+      const result = await runProcess(command, args, { env });
+      expect(result.code, `${command}: ${result.stderr}`).to.equal(0);
+      expect(result.stdout).to.include('Usage: support-platform listen');
+    }
+    const unknown = await runProcess('npx', ['--no-install', 'support-platform', 'lisen'], { env });
+    expect(unknown.code).to.equal(2);
+    expect(unknown.stderr).to.include('unknown command "lisen"').and.include('Commands:');
   });
 
   it('--help prints the usage and exits 0', async () => {

@@ -1,0 +1,3 @@
+module support-platform/client
+
+go 1.21

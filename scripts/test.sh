@@ -10,6 +10,8 @@ export REDIS_PORT="${TEST_REDIS_PORT:-6390}"
 export KAFKA_PORT="${TEST_KAFKA_PORT:-19092}"
 
 npx tsc --noEmit
+# The client helpers' own suites (node --test, pytest, go test): quick, and before the engines start.
+bash scripts/clients-test.sh
 
 # One run at a time per port pair: a second run would share, then lose, the first run's engines.
 mkdir -p .cache/run

@@ -232,8 +232,8 @@ const goType = (ty: Ty): string => {
 const goField = (f: Field): string => {
   const type = goType(f.type);
   const optional = !f.required && !type.startsWith('*') && !type.startsWith('[]') && !type.startsWith('map[') && type !== 'any';
-  const enumNote = f.type.kind === 'enum' || (f.type.kind === 'nullable' && f.type.of.kind === 'enum');
-  const values = enumNote ? `\t// One of ${(f.type.kind === 'enum' ? f.type : (f.type as { of: { values: string[] } }).of).values.join(', ')}.\n` : '';
+  const enumType = f.type.kind === 'nullable' ? f.type.of : f.type;
+  const values = enumType.kind === 'enum' ? `\t// One of ${enumType.values.join(', ')}.\n` : '';
   return `${values}\t${goName(f.name)} ${optional ? '*' : ''}${type} \`json:"${f.name}${f.required ? '' : ',omitempty'}"\`\n`;
 };
 

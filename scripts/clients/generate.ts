@@ -14,7 +14,7 @@ import { testVectorsFile } from './vectors.js';
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const VECTORS_PATH = 'clients/test-vectors.json';
 
-const fetchEventTypes = async (url: string): Promise<EventTypeSchema[]> => {
+export const fetchEventTypes = async (url: string): Promise<EventTypeSchema[]> => {
   const response = await fetch(new URL('/api/v1/event-types', url));
   if (!response.ok) throw new Error(`GET ${response.url} answered ${response.status}`);
   return ((await response.json()) as { items: EventTypeSchema[] }).items;

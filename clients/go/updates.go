@@ -97,6 +97,36 @@ type updatesPage struct {
 	NextOffset int64             `json:"next_offset"`
 }
 
+// attempt asks for one page. A nil page and nil error mean a transient failure, to retry after
+// retryAfter when the server said so (told).
+func (u *Updates) attempt(ctx context.Context, client *http.Client) (page *updatesPage, retryAfter time.Duration, told bool, err error) {
+	// A poll the server holds open answers within its timeout: one silent for 30 s more is lost.
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(u.timeoutSeconds()+30)*time.Second)
+	defer cancel()
+	req, err := u.request(ctx)
+	if err != nil {
+		return nil, 0, false, err
+	}
+	response, err := client.Do(req)
+	if err != nil {
+		return nil, 0, false, nil
+	}
+	defer response.Body.Close()
+	body, readErr := io.ReadAll(response.Body)
+	switch {
+	case response.StatusCode == http.StatusOK && readErr == nil:
+		var page updatesPage
+		if err := json.Unmarshal(body, &page); err != nil {
+			return nil, 0, false, &ParseError{"the /updates answer is not a page: " + err.Error()}
+		}
+		return &page, 0, false, nil
+	case response.StatusCode != http.StatusOK && response.StatusCode != http.StatusTooManyRequests && response.StatusCode < 500:
+		return nil, 0, false, &UpdatesError{Status: response.StatusCode, Body: string(body)}
+	}
+	retryAfter, told = RetryAfter(response.Header.Get("Retry-After"), time.Now())
+	return nil, retryAfter, told, nil
+}
+
 // fetch gets one page, after as many retries as transient failures need.
 func (u *Updates) fetch(ctx context.Context) (*updatesPage, error) {
 	client := u.Client
@@ -106,30 +136,18 @@ func (u *Updates) fetch(ctx context.Context) (*updatesPage, error) {
 	maxDelay := orDefault(u.MaxDelay, 30*time.Second)
 	delay := orDefault(u.InitialDelay, time.Second)
 	for {
-		req, err := u.request(ctx)
-		if err != nil {
-			return nil, err
+		page, retryAfter, told, err := u.attempt(ctx, client)
+		if page != nil || err != nil {
+			return page, err
 		}
-		wait, told := delay, false
-		response, err := client.Do(req)
-		if err == nil {
-			body, readErr := io.ReadAll(response.Body)
-			response.Body.Close()
-			switch {
-			case response.StatusCode == http.StatusOK && readErr == nil:
-				var page updatesPage
-				if err := json.Unmarshal(body, &page); err != nil {
-					return nil, &ParseError{"the /updates answer is not a page: " + err.Error()}
-				}
-				return &page, nil
-			case response.StatusCode != http.StatusTooManyRequests && response.StatusCode < 500 && response.StatusCode != http.StatusOK:
-				return nil, &UpdatesError{Status: response.StatusCode, Body: string(body)}
-			}
-			if after, ok := RetryAfter(response.Header.Get("Retry-After"), time.Now()); ok {
-				wait, told = after, true
-			}
-		} else if ctx.Err() != nil {
+		if ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		wait := delay
+		if told {
+			wait = retryAfter
+		} else {
+			delay = min(delay*2, maxDelay)
 		}
 		timer := time.NewTimer(min(wait, maxDelay))
 		select {
@@ -137,9 +155,6 @@ func (u *Updates) fetch(ctx context.Context) (*updatesPage, error) {
 			timer.Stop()
 			return nil, ctx.Err()
 		case <-timer.C:
-		}
-		if !told {
-			delay = min(delay*2, maxDelay)
 		}
 	}
 }

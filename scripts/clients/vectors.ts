@@ -135,6 +135,7 @@ const standardVectors = (): Vector[] => {
     standard('unknown versions are ignored', [SECRET], BODY, standardHeaders(`v1a,${good.slice(3)} v2,AAAA ${good}`)),
     standard('only unknown versions', [SECRET], BODY, standardHeaders(`v1a,${good.slice(3)} v2,${good.slice(3)}`), 'signature'),
     standard('signature not base64', [SECRET], BODY, standardHeaders('v1,not*base64!'), 'signature'),
+    standard('a malformed secret beside the right one', ['whsec_not base64!', SECRET], BODY, standardHeaders(good)),
     standard('legacy base64url secret', [LEGACY_SECRET], BODY, standardHeaders(standardSignature(LEGACY_SECRET, NOW, BODY))),
   ];
 };

@@ -23,7 +23,15 @@ const officialSecret = (secret: string): string => {
 const officiallySigned = (v: Vector): boolean => {
   const sent = (v.headers['webhook-signature'] ?? '').split(' ');
   const at = new Date(Number(v.headers['webhook-timestamp']) * 1000);
-  return v.secrets.some((secret) => sent.includes(new Webhook(officialSecret(secret)).sign(v.headers['webhook-id'] ?? '', at, bodyOf(v))));
+  return v.secrets.some((secret) => {
+    let hook: Webhook;
+    try {
+      hook = new Webhook(officialSecret(secret));
+    } catch {
+      return false; // a secret the library cannot read signs nothing
+    }
+    return sent.includes(hook.sign(v.headers['webhook-id'] ?? '', at, bodyOf(v)));
+  });
 };
 
 describe('client helpers: the shared test vectors (unit)', () => {

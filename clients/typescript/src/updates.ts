@@ -77,7 +77,12 @@ export class Updates implements AsyncIterable<FeedItem> {
     for (;;) {
       let response: Response | undefined;
       try {
-        response = await fetch(this.pageUrl(), { headers: { authorization: `Bearer ${this.options.apiKey}` }, ...(signal === undefined ? {} : { signal }) });
+        // A poll the server holds open answers within its timeout: one silent for 30 s more is lost.
+        const lost = AbortSignal.timeout(((this.options.timeoutSeconds ?? 30) + 30) * 1000);
+        response = await fetch(this.pageUrl(), {
+          headers: { authorization: `Bearer ${this.options.apiKey}` },
+          signal: signal === undefined ? lost : AbortSignal.any([signal, lost]),
+        });
       } catch (error) {
         if (signal?.aborted) throw error;
       }

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional, Union
+from typing import Any, Optional, Union
 
 from .events import EVENT_DATA_CLASSES, EVENT_SCHEMAS, EventData
 from .schema import mismatch
-from .signature import DEFAULT_TOLERANCE_SECONDS, Secrets, verify_standard
+from .signature import DEFAULT_TOLERANCE_SECONDS, Headers, Secrets, verify_standard
 
 _ENVELOPE = {
     "type": "object",
@@ -80,7 +80,7 @@ def parse_event(body: Union[bytes, str]) -> Event:
 
 def receive(
     body: Union[bytes, str],
-    headers: Mapping[str, str],
+    headers: Headers,
     secrets: Secrets,
     *,
     tolerance_seconds: int = DEFAULT_TOLERANCE_SECONDS,

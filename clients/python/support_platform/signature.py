@@ -16,12 +16,15 @@ import hashlib
 import hmac
 import re
 import time
+from email.message import Message
 from typing import Literal, Mapping, Optional, Sequence, Union
 
 DEFAULT_TOLERANCE_SECONDS = 300
 
 Reason = Literal["headers", "signature", "timestamp"]
 Secrets = Union[str, Sequence[str]]
+# A dict, or the headers of http.server and urllib (an email Message): names in any case.
+Headers = Union[Mapping[str, str], Message]
 
 _CONTRACT = re.compile(r"sha256=([0-9a-fA-F]{64})")
 _BASE64 = re.compile(r"[A-Za-z0-9+/]+={0,2}")
@@ -46,7 +49,7 @@ def _bytes(body: Union[bytes, str]) -> bytes:
     return body.encode("utf-8") if isinstance(body, str) else body
 
 
-def _header(headers: Mapping[str, str], name: str) -> Optional[str]:
+def _header(headers: Headers, name: str) -> Optional[str]:
     value = headers.get(name)
     if value is not None:
         return value
@@ -85,7 +88,7 @@ def _decoded(signature: str) -> Optional[bytes]:
 
 def verify_standard(
     body: Union[bytes, str],
-    headers: Mapping[str, str],
+    headers: Headers,
     secrets: Secrets,
     *,
     tolerance_seconds: int = DEFAULT_TOLERANCE_SECONDS,

@@ -36,6 +36,7 @@ import { accessSync, constants } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { ProjectionReset } from '../src/app/projection-runner.js';
+import { batchedWrites } from './sqlite-batched-writes.js';
 import { StoreUnavailable, type DocumentProjection, type DocumentStore, type DocumentStores, type EventRef, type ListQuery, type Page } from './tickets-store.js';
 
 /** The file's name in DATA_DIR. */
@@ -158,12 +159,9 @@ export interface SqliteDocumentStores extends DocumentStores {
 
 export const openSqliteDocumentStores = (options: { readonly file: string; readonly batch?: number }): SqliteDocumentStores => {
   const db = openDatabase(options.file);
-  const batch = options.batch ?? BATCH;
   const tables = new Map<string, Table>();
   const dirty = new Set<Table>();
   const listeners: (() => void)[] = [];
-  let applied = 0;
-  let commitSoon: NodeJS.Immediate | null = null;
   /** Bumped by each rollback: stores bound to an earlier one must read their checkpoint again. */
   let generation = 0;
   let broken: { readonly error: unknown; readonly at: number } | null = null;
@@ -175,28 +173,8 @@ export const openSqliteDocumentStores = (options: { readonly file: string; reado
     return prepared;
   };
 
-  const commit = (): void => {
-    if (commitSoon !== null) clearImmediate(commitSoon);
-    commitSoon = null;
-    applied = 0;
-    if (!db.inTransaction) return;
-    try {
-      const save = db.prepare('UPDATE stores SET checkpoint = ? WHERE id = ?');
-      for (const table of dirty) save.run(table.checkpoint === null ? null : JSON.stringify(table.checkpoint), table.id);
-      dirty.clear();
-      db.exec('COMMIT');
-    } catch (error) {
-      failed(error);
-    }
-  };
-
   /** Rolls back what is not committed, in every store, and has the runners resume from the file's checkpoints. */
   const failed = (error: unknown): ProjectionReset => {
-    try {
-      if (db.inTransaction) db.exec('ROLLBACK');
-    } catch {
-      // SQLite rolled back already.
-    }
     dirty.clear();
     for (const table of tables.values()) table.checkpoint = undefined;
     generation += 1;
@@ -206,18 +184,16 @@ export const openSqliteDocumentStores = (options: { readonly file: string; reado
     return new ProjectionReset(`read models: a write failed (${(error as Error).message}); resuming from the last commit`, { cause: error });
   };
 
-  /** Runs a write in the shared transaction (opened here), or rolls everything back into a ProjectionReset. */
-  const write = <T>(run: () => T): T => {
-    try {
-      if (!db.inTransaction) {
-        db.exec('BEGIN');
-        commitSoon = setImmediate(commit);
-      }
-      return run();
-    } catch (error) {
-      throw failed(error);
-    }
-  };
+  // The transaction every store of the file shares: each commit writes the checkpoints it covers first.
+  const { write, counted, commit } = batchedWrites(db, {
+    batch: options.batch ?? BATCH,
+    beforeCommit() {
+      const save = db.prepare('UPDATE stores SET checkpoint = ? WHERE id = ?');
+      for (const table of dirty) save.run(table.checkpoint === null ? null : JSON.stringify(table.checkpoint), table.id);
+      dirty.clear();
+    },
+    failed,
+  });
 
   const checkpointOf = (table: Table): EventRef | null => {
     if (table.checkpoint === undefined) {
@@ -320,7 +296,7 @@ export const openSqliteDocumentStores = (options: { readonly file: string; reado
           table.checkpoint = refOf(event);
           dirty.add(table);
         });
-        if (++applied >= batch) commit();
+        counted();
       },
       async clear() {
         write(() => {

@@ -3,7 +3,8 @@
 //               process, fed by a tail of the log (src/webhooks/dispatch/thread.ts), and the HTTP
 //               features record manual retries in the log for it, as the api role does
 //   api         every HTTP feature, without the webhook delivery engine (its routes read the delivery
-//               history from the log and record manual retries there) and the feed publisher
+//               history from an index of the log kept in memory and record manual retries in the
+//               log) and the feed publisher
 //   relay       the relay log → Kafka (and the EventStoreDB sequencer) and the feed publisher (the one
 //               process announcing new offsets to the API servers' long polls), health routes only
 //   dispatcher  the webhook delivery engine fed by the Kafka consumer group, with the retry schedule
@@ -21,7 +22,7 @@ import { openSqliteLog } from '../log/sqlite.js';
 import { feedPublisherFeature } from '../updates/feature.js';
 import { webhooksWithDelivery, webhooksWithDeliveryFeature } from '../webhooks/dispatch/feature.js';
 import { createRedisRetrySchedule } from '../webhooks/dispatch/retry-schedule/redis.js';
-import { deliveryHistoryFromLog } from '../webhooks/dispatch/history.js';
+import { deliveryHistoryFrom, historyFromIndexFile, historyInMemory } from '../webhooks/dispatch/history.js';
 import { createDispatcherThread } from '../webhooks/dispatch/thread.js';
 import { createWebhooksFeature } from '../webhooks/feature.js';
 import { createLogCheckpoint } from './checkpoint.js';
@@ -94,8 +95,8 @@ const dispatcherFeatures = (core: Core): Feature[] => {
   return [webhooksWithDelivery(createKafkaSource(bus), shared)(core), healthFeature(core)];
 };
 
-/** The API servers' webhooks: delivery history read from the log, manual retries recorded there for the dispatchers. */
-const webhooksFromLog: FeatureFactory = (core) => createWebhooksFeature(core, [deliveryHistoryFromLog]);
+/** The API servers' webhooks: delivery history from an index of the log in memory, manual retries recorded in the log for the dispatchers. */
+const webhooksFromLog: FeatureFactory = (core) => createWebhooksFeature(core, [deliveryHistoryFrom(historyInMemory)]);
 
 /** The embedded features with the webhooks feature of a server whose delivery engine runs elsewhere. */
 const withoutDelivery = (core: Core, embedded: readonly FeatureFactory[], webhooks: FeatureFactory = webhooksFromLog): Feature[] =>
@@ -107,7 +108,7 @@ export const roleFeatures = (core: Core, embedded: readonly FeatureFactory[]): F
     case 'all': {
       // Started last, once the main side is ready; stopped first, before the log closes.
       const thread = createDispatcherThread(core.config);
-      const webhooks: FeatureFactory = (c) => createWebhooksFeature(c, [deliveryHistoryFromLog, thread.forwardDeletions]);
+      const webhooks: FeatureFactory = (c) => createWebhooksFeature(c, [deliveryHistoryFrom(historyFromIndexFile), thread.forwardDeletions]);
       return [...withoutDelivery(core, embedded, webhooks), createHealthFeature([...checksFor(core.config, core.log), thread.check]), thread.feature];
     }
     case 'api':

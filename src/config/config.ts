@@ -44,6 +44,8 @@ export interface Config {
     readonly secretKey: string | null;
     /** Keys that sealed secrets before WEBHOOK_SECRET_KEY: they still open them, and those are re-sealed with the current key. */
     readonly previousSecretKeys: readonly string[];
+    /** How long delivery history stays in the index the deliveries route reads (the log keeps its records). */
+    readonly historyRetentionMs: number;
   };
 }
 
@@ -237,6 +239,7 @@ export const loadConfig = (env: Env = process.env): Config => {
       maxSubscriptions: integer(env, 'WEBHOOK_MAX_SUBSCRIPTIONS', 20, 1, 10_000),
       secretKey: secretKey(env, 'WEBHOOK_SECRET_KEY'),
       previousSecretKeys: secretKeys(env, 'WEBHOOK_PREVIOUS_SECRET_KEYS'),
+      historyRetentionMs: duration(env, 'WEBHOOK_HISTORY_RETENTION', '30d', 1000),
     },
   };
 };
@@ -274,6 +277,7 @@ export const CONFIG_VARIABLES = [
   'WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION',
   'WEBHOOK_MAX_IN_FLIGHT_PER_WORKSPACE',
   'WEBHOOK_MAX_SUBSCRIPTIONS',
+  'WEBHOOK_HISTORY_RETENTION',
   'WEBHOOK_SECRET_KEY',
   'WEBHOOK_PREVIOUS_SECRET_KEYS',
 ] as const;

@@ -67,6 +67,12 @@ describe('configuration', () => {
     for (const bad of ['0', '10001', '-1', '2.5', 'twenty']) refuses({ WEBHOOK_MAX_SUBSCRIPTIONS: bad }, 'WEBHOOK_MAX_SUBSCRIPTIONS');
   });
 
+  it('reads the delivery history retention: a duration, default 30 days', () => {
+    expect(loadConfig({}).webhooks.historyRetentionMs).to.equal(30 * 86_400_000);
+    expect(loadConfig({ WEBHOOK_HISTORY_RETENTION: '2s' }).webhooks.historyRetentionMs).to.equal(2_000);
+    for (const bad of ['0s', '500ms', 'forever', '-1d']) refuses({ WEBHOOK_HISTORY_RETENTION: bad }, 'WEBHOOK_HISTORY_RETENTION');
+  });
+
   it('reads the deliveries in flight per workspace: 1 to 100000, default 64', () => {
     expect(loadConfig({}).webhooks.maxInFlightPerWorkspace).to.equal(64);
     expect(loadConfig({ WEBHOOK_MAX_IN_FLIGHT_PER_WORKSPACE: '8' }).webhooks.maxInFlightPerWorkspace).to.equal(8);

@@ -6,11 +6,9 @@
 // the delivery for that attempt: it reads the delivery back from the log, and lets go of it once the
 // next attempt is handed back to the schedule, since another dispatcher may take that one. Only the
 // owner moves an entry (put); a dispatcher announcing a delivery it does not own offers it.
-import { left, right, type Either } from 'fp-ts/lib/Either.js';
 import type { Decided } from '../../domain/aggregate.js';
 import { deliveryAggregate, foldDeliveries, type Delivery, type DeliveryCommand } from '../../domain/delivery/delivery.js';
 import { deliveryIdOf, deliveryStream } from '../../domain/delivery/ids.js';
-import { domainError, type DomainError } from '../../domain/errors.js';
 import { isPublicEventType } from '../../domain/event-types.js';
 import { evolveSubscription, initialSubscription, subscriptionStream } from '../../domain/subscription/subscription.js';
 import type { MicrosClock } from '../../log/clock.js';
@@ -62,8 +60,6 @@ export interface Dispatcher {
   subscriptionDeactivated(subscriptionId: string, position: number): Promise<void>;
   /** Forgets the subscription's deliveries and deletes their history. */
   subscriptionDeleted(subscriptionId: string): Promise<void>;
-  /** Manual retry of a failed or cancelled delivery: a new round of attempts, the first one now. Null when there is no such delivery. */
-  retry(subscription: SubscriptionRow, deliveryId: string): Promise<Either<DomainError, Delivery> | null>;
   /** Takes up a manual retry another process recorded in the log (round `round`); idempotent by delivery id and round. */
   retryRequested(subscriptionId: string, deliveryId: string, round: number): Promise<void>;
   start(): void;
@@ -400,24 +396,6 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
       }
       waiting.forget(subscriptionId);
       await log.deleteStream(deliveryStream(subscriptionId));
-    },
-
-    async retry(subscription, deliveryId) {
-      const waiting = pending.get(deliveryId);
-      if (waiting?.delivery.subscriptionId === subscription.id) {
-        return left(domainError('CONFLICT', 'Delivery is already waiting for an attempt', { delivery_id: deliveryId, status: 'waiting' }));
-      }
-      const delivery = foldDeliveries(await log.readStream(deliveryStream(subscription.id))).get(deliveryId);
-      if (delivery === undefined) return null;
-      if (!subscription.isActive) return left(domainError('CONFLICT', 'Webhook is inactive: activate it first', { webhook_id: subscription.id }));
-      const at = clock();
-      const result = deliveryAggregate.decide({ kind: 'retry', at }, delivery);
-      if (result._tag === 'Left') return result;
-      const p: Pending = { delivery: fold(delivery, result.right), workspaceId: subscription.workspaceId, body: null, inFlight: false };
-      await record(p.workspaceId, subscription.id, result.right);
-      track(p);
-      await enqueue(p, at);
-      return right(p.delivery);
     },
 
     async retryRequested(subscriptionId, deliveryId, round) {

@@ -2,8 +2,8 @@
 // and the sender). Its event source is a parameter: a tail of the log in the embedded mode (which runs
 // it in a worker thread, src/webhooks/dispatch/thread.ts), the Kafka consumer group in the dispatcher
 // role. Its retry schedule is in memory unless a schedule shared by several dispatchers is given
-// (Redis, in the dispatcher role when REDIS_URL is set). Routes: the delivery history and manual
-// retry extensions.
+// (Redis, in the dispatcher role when REDIS_URL is set). No routes: the delivery history and manual
+// retry are served by the API servers (src/webhooks/dispatch/history.ts).
 import type { Core, FeatureFactory } from '../../app/core.js';
 import { createWebhooksFeature, type WebhookExtension } from '../feature.js';
 import { runSubscriptionCommand } from '../subscriptions.js';
@@ -11,7 +11,6 @@ import { createDispatcher } from './dispatcher.js';
 import { createLogTail, type LogTail, type LogTailOptions } from './log-tail.js';
 import type { SharedRetrySchedule } from './retry-schedule.js';
 import { createMemoryRetrySchedule } from './retry-schedule/memory.js';
-import { deliveryRoutes } from './routes.js';
 
 /** Where the dispatcher's events come from: anything that feeds dispatcher.fanOut in log order per workspace. */
 export type EventSource = (options: LogTailOptions) => LogTail;
@@ -42,7 +41,6 @@ export const webhookDispatchFrom = (source: EventSource, shared?: SharedRetrySch
     dispatcher.subscriptionDeleted(row.id).catch((error: unknown) => console.error(`webhook ${row.id}: deleting its delivery history:`, error));
   });
   return {
-    routes: deliveryRoutes({ log: core.log, subscriptions: directory, dispatcher }),
     async start() {
       await shared?.ready();
       await tail.start();

@@ -1,22 +1,28 @@
-// The delivery history as the log has it, for servers without a dispatcher (ROLE=api): the routes
-// read it as everywhere, and a manual retry is validated against it and recorded in it as the same
-// step a dispatcher records; the dispatchers pick the request up from the log (src/bus/webhook-source.ts).
+// The delivery routes of servers without a dispatcher (ROLE=api, and the embedded main thread whose
+// dispatcher runs in a worker thread): pages of history from the delivery-history index, and a manual
+// retry validated against the log and recorded in it as the same step a dispatcher records; the
+// dispatchers pick the request up from the log (src/bus/webhook-source.ts).
+import * as path from 'node:path';
 import { left, right } from 'fp-ts/lib/Either.js';
 import { deliveryAggregate, foldDeliveries, packSteps } from '../../domain/delivery/delivery.js';
 import { deliveryStream, recordedEventId } from '../../domain/delivery/ids.js';
 import { domainError } from '../../domain/errors.js';
+import type { Core } from '../../app/core.js';
 import type { MicrosClock } from '../../log/clock.js';
 import type { EventLog } from '../../log/event-log.js';
 import type { WebhookExtension } from '../feature.js';
-import type { Dispatcher } from './dispatcher.js';
-import { deliveryRoutes } from './routes.js';
+import type { DeliveryHistoryReader } from '../../../projections/deliveries-index.js';
+import { createMemoryDeliveryIndex } from '../../../projections/deliveries-index-memory.js';
+import { DELIVERY_HISTORY_FILE, openSqliteDeliveryHistory } from '../../../projections/deliveries-index-sqlite.js';
+import { createHistoryIndexer } from './history-index.js';
+import { deliveryRoutes, type RetryDelivery } from './routes.js';
 
 /**
  * Same answers as the dispatcher's retry. Idempotent by delivery id and round: the step's log event id
  * is derived from them, so a concurrent request for the same round is dropped by the log.
  */
 export const recordRetryRequest =
-  (log: EventLog, clock: MicrosClock): Dispatcher['retry'] =>
+  (log: EventLog, clock: MicrosClock): RetryDelivery =>
   async (subscription, deliveryId) => {
     const delivery = foldDeliveries(await log.readStream(deliveryStream(subscription.id))).get(deliveryId);
     if (delivery === undefined) return null;
@@ -31,15 +37,45 @@ export const recordRetryRequest =
     return right(result.right.reduce(deliveryAggregate.evolve, delivery) ?? delivery);
   };
 
+/** Where a server's delivery routes read the history: a reader, and the work that keeps it current, if this process does that. */
+export interface HistorySource {
+  readonly reader: DeliveryHistoryReader;
+  start?(): Promise<void>;
+  stop?(): Promise<void>;
+}
+
+/** The embedded role: the index file the dispatcher thread keeps (src/webhooks/dispatch/thread-entry.ts). */
+export const historyFromIndexFile = (core: Core): HistorySource => {
+  const reader = openSqliteDeliveryHistory({ file: path.join(core.config.dataDir, DELIVERY_HISTORY_FILE) });
+  return { reader, stop: () => reader.close() };
+};
+
+/**
+ * An API server of the distributed mode: an index in memory, built from the log at start and kept
+ * current by tailing it (as its memory read models are), pruned past the retention.
+ */
+export const historyInMemory = (core: Core): HistorySource => {
+  const index = createMemoryDeliveryIndex();
+  const indexer = createHistoryIndexer(core.log, index, { retentionMs: core.config.webhooks.historyRetentionMs, clock: core.clock });
+  return { reader: index, start: indexer.start, stop: indexer.stop };
+};
+
 /**
  * The delivery routes of the webhooks feature on a server without a dispatcher. A deleted
  * subscription's history goes here too: a dispatcher tailing the log from another connection may
  * miss the deletion marker, which the DELETE removes with the subscription's stream a moment later
  * (its dispatcher deletes the history as well when it sees it; deleting twice is harmless).
  */
-export const deliveryHistoryFromLog: WebhookExtension = (core, { directory }) => {
-  directory.onDeleted((row) => {
-    core.log.deleteStream(deliveryStream(row.id)).catch((error: unknown) => console.error(`webhook ${row.id}: deleting its delivery history:`, error));
-  });
-  return { routes: deliveryRoutes({ log: core.log, subscriptions: directory, dispatcher: { retry: recordRetryRequest(core.log, core.clock) } }) };
-};
+export const deliveryHistoryFrom =
+  (source: (core: Core) => HistorySource): WebhookExtension =>
+  (core, { directory }) => {
+    directory.onDeleted((row) => {
+      core.log.deleteStream(deliveryStream(row.id)).catch((error: unknown) => console.error(`webhook ${row.id}: deleting its delivery history:`, error));
+    });
+    const history = source(core);
+    return {
+      routes: deliveryRoutes({ history: history.reader, subscriptions: directory, retry: recordRetryRequest(core.log, core.clock) }),
+      start: history.start,
+      stop: history.stop,
+    };
+  };

@@ -7,7 +7,7 @@ import { SUBSCRIPTION_EVENTS, subscriptionStream } from '../../domain/subscripti
 import type { EventLog, LogSubscription, RecordedEvent } from '../../log/event-log.js';
 import type { SubscriptionDirectory } from '../subscriptions.js';
 import type { Dispatcher } from './dispatcher.js';
-import { readDeliveryHistory } from './restore.js';
+import { readDeliveryHistory, type DeliveryHistory } from './restore.js';
 
 export interface LogTailOptions {
   readonly log: EventLog;
@@ -15,6 +15,11 @@ export interface LogTailOptions {
   readonly dispatcher: Dispatcher;
   /** Fan-outs under way at most. */
   readonly window?: number;
+  /**
+   * What a start takes over: the waiting deliveries and the fan-out checkpoint. Default: read from
+   * the whole delivery history in the log; the embedded dispatcher reads them from its index.
+   */
+  readonly restore?: () => Promise<DeliveryHistory>;
 }
 
 export interface LogTail {
@@ -66,7 +71,7 @@ export const createLogTail = (options: LogTailOptions): LogTail => {
 
   return {
     async start() {
-      const history = await readDeliveryHistory(log);
+      const history = await (options.restore?.() ?? readDeliveryHistory(log));
       fannedOutThrough = history.fannedOutThrough;
       await dispatcher.resume(history.deliveries, fannedOutThrough);
       const types = [...PUBLIC_EVENT_TYPES, SUBSCRIPTION_EVENTS.deactivated];

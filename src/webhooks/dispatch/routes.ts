@@ -1,27 +1,69 @@
 // Documented extensions of the webhook API: a subscription's delivery history, and a manual retry of
 // a failed or cancelled delivery. Both answer 404 (short form) for another project's subscription.
+// The history is read from the delivery-history index (projections/deliveries-index.ts), a page at a
+// time with an opaque cursor: a page costs the same at ten deliveries and at millions.
 import * as t from 'io-ts';
 import type { Delivery } from '../../domain/delivery/delivery.js';
-import { foldDeliveries } from '../../domain/delivery/delivery.js';
-import { deliveryStream } from '../../domain/delivery/ids.js';
 import { isoMicros } from '../../domain/envelope.js';
-import type { EventLog } from '../../log/event-log.js';
-import { business, notFound } from '../../http/api-error.js';
+import { business, invalid, notFound } from '../../http/api-error.js';
 import type { ApiRouter, RouteModule } from '../../http/app.js';
 import type { ApiContext } from '../../http/context.js';
+import { describedAs } from '../../http/json-schema.js';
 import { answer, refusal, type Operation } from '../../http/operations.js';
-import { boundedInt, decode } from '../../http/validation.js';
-import { PageOf } from '../../tickets/views.js';
+import { boundedInt, decode, text } from '../../http/validation.js';
+import type { DeliveryHistoryReader, HistoryKey } from '../../../projections/deliveries-index.js';
 import { webhookNotFound } from '../routes.js';
 import type { SubscriptionDirectory, SubscriptionRow } from '../subscriptions.js';
-import type { Dispatcher } from './dispatcher.js';
+import type { Either } from 'fp-ts/lib/Either.js';
+import type { DomainError } from '../../domain/errors.js';
+
+const ISO = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,6}))?(Z|[+-]\d\d:\d\d)?$/;
+
+/** An ISO 8601 instant to µs since the epoch (microseconds kept); without an offset it is UTC, as the API writes its own. */
+const instant = describedAs(
+  new t.Type<number, number, unknown>(
+  'ISO 8601 timestamp',
+  (u): u is number => typeof u === 'number',
+  (u, c) => {
+    const match = typeof u === 'string' ? ISO.exec(u.trim()) : null;
+    const millis = match === null ? Number.NaN : Date.parse(`${match[1]}${match[3] === undefined || match[3] === 'Z' ? 'Z' : match[3]}`);
+    if (match === null || Number.isNaN(millis)) return t.failure(u, c, 'Input should be an ISO 8601 timestamp such as 2026-11-21T22:47:15.123456+00:00');
+    return t.success(millis * 1000 + Number((match[2] ?? '').padEnd(6, '0')));
+  },
+  (n) => n,
+  ),
+  { type: 'string', format: 'date-time' },
+);
 
 const Status = t.keyof({ waiting: null, delivered: null, failed: null, cancelled: null });
 const DeliveryQuery = t.partial({
   status: Status,
-  page: boundedInt(1, 1_000_000),
+  event_type: text(100),
+  created_from: instant,
+  created_before: instant,
+  cursor: text(200),
   page_size: boundedInt(1, 100),
 });
+
+/** The cursor names its subscription and the last delivery listed: base64url of JSON. */
+const cursorOf = (subscriptionId: string, key: HistoryKey): string => Buffer.from(JSON.stringify([subscriptionId, key.createdAt, key.id])).toString('base64url');
+
+const badCursor = (msg: string) => invalid([{ type: 'value_error', loc: ['query', 'cursor'], msg }]);
+
+/** The key a cursor continues after; 422 for one that is not a cursor or belongs to another subscription's listing. */
+const keyOfCursor = (cursor: string, subscriptionId: string): HistoryKey => {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+  } catch {
+    parsed = null;
+  }
+  if (!Array.isArray(parsed) || parsed.length !== 3 || typeof parsed[0] !== 'string' || !Number.isSafeInteger(parsed[1]) || typeof parsed[2] !== 'string') {
+    throw badCursor('Not a cursor of this listing: pass next_cursor from a previous page unchanged');
+  }
+  if (parsed[0] !== subscriptionId) throw badCursor("The cursor belongs to another webhook's delivery history");
+  return { createdAt: parsed[1] as number, id: parsed[2] };
+};
 
 const micros = (value: number | null): string | null => (value === null ? null : isoMicros(value));
 
@@ -40,19 +82,21 @@ const DeliveryView = t.type({
   ),
 });
 
+const DeliveryPage = t.type({ items: t.array(DeliveryView), page_size: t.number, next_cursor: t.union([t.string, t.null]) });
+
 const operations: readonly Operation[] = [
   {
     method: 'get',
     path: '/webhooks/:webhookId/deliveries',
     summary: "A subscription's deliveries, newest first, with every attempt",
     query: DeliveryQuery,
-    answers: [answer(200, 'A page of deliveries', PageOf(DeliveryView)), webhookNotFound],
+    answers: [answer(200, 'A page of deliveries; pass next_cursor back as cursor for the next', DeliveryPage), webhookNotFound],
   },
   {
     method: 'post',
     path: '/webhooks/:webhookId/deliveries/:deliveryId/retry',
     summary: 'A new round of attempts for a failed or cancelled delivery, with the same delivery id',
-    answers: [answer(202, 'The delivery, waiting', DeliveryView), refusal(404, 'short', 'Webhook or delivery not found'), refusal(409, 'business', 'CONFLICT: the delivery is waiting or delivered, or the subscription is inactive')],
+    answers: [answer(202, 'The delivery, waiting', DeliveryView), refusal(404, 'short', 'Webhook or delivery not found (or past the history retention)'), refusal(409, 'business', 'CONFLICT: the delivery is waiting or delivered, or the subscription is inactive')],
   },
 ];
 
@@ -76,8 +120,11 @@ export const deliveryView = (d: Delivery): t.TypeOf<typeof DeliveryView> => ({
   })),
 });
 
-/** `dispatcher.retry`: the in-process dispatcher's, or a request recorded in the log for the dispatchers (history.ts). */
-export const deliveryRoutes = (deps: { log: EventLog; subscriptions: SubscriptionDirectory; dispatcher: Pick<Dispatcher, 'retry'> }): RouteModule => {
+/** Manual retry of a failed or cancelled delivery: a new round of attempts, the first one now. Null when there is no such delivery. */
+export type RetryDelivery = (subscription: SubscriptionRow, deliveryId: string) => Promise<Either<DomainError, Delivery> | null>;
+
+/** `retry`: a request recorded in the log for the dispatchers (history.ts). */
+export const deliveryRoutes = (deps: { history: DeliveryHistoryReader; subscriptions: SubscriptionDirectory; retry: RetryDelivery }): RouteModule => {
   const subscriptionOf = (ctx: ApiContext): SubscriptionRow => {
     const row = deps.subscriptions.get(ctx.state.workspace.id, String(ctx.params['webhookId']));
     if (row === undefined) throw notFound('Webhook');
@@ -90,16 +137,25 @@ export const deliveryRoutes = (deps: { log: EventLog; subscriptions: Subscriptio
       router.get('/webhooks/:webhookId/deliveries', async (ctx) => {
         const query = decode(DeliveryQuery, ctx.query, 'query');
         const subscription = subscriptionOf(ctx);
-        const page = query.page ?? 1;
         const pageSize = query.page_size ?? 20;
-        const all = [...foldDeliveries(await deps.log.readStream(deliveryStream(subscription.id))).values()].reverse();
-        const selected = query.status === undefined ? all : all.filter((d) => d.status === query.status);
-        ctx.body = { items: selected.slice((page - 1) * pageSize, page * pageSize).map(deliveryView), page, page_size: pageSize, total: selected.length };
+        const page = await deps.history.page({
+          subscriptionId: subscription.id,
+          limit: pageSize,
+          ...(query.status === undefined ? {} : { status: query.status }),
+          ...(query.event_type === undefined ? {} : { eventType: query.event_type }),
+          ...(query.created_from === undefined ? {} : { createdFrom: query.created_from }),
+          ...(query.created_before === undefined ? {} : { createdBefore: query.created_before }),
+          ...(query.cursor === undefined ? {} : { after: keyOfCursor(query.cursor, subscription.id) }),
+        });
+        ctx.body = { items: page.items.map(deliveryView), page_size: pageSize, next_cursor: page.next === null ? null : cursorOf(subscription.id, page.next) };
       });
 
       router.post('/webhooks/:webhookId/deliveries/:deliveryId/retry', async (ctx) => {
         const subscription = subscriptionOf(ctx);
-        const result = await deps.dispatcher.retry(subscription, String(ctx.params['deliveryId']));
+        const deliveryId = String(ctx.params['deliveryId']);
+        // Past the retention a delivery is no longer in the history, and no longer retried.
+        if ((await deps.history.get(subscription.id, deliveryId)) === undefined) throw notFound('Delivery');
+        const result = await deps.retry(subscription, deliveryId);
         if (result === null) throw notFound('Delivery');
         if (result._tag === 'Left') throw business(result.left);
         ctx.status = 202;

@@ -1,15 +1,20 @@
 // The worker thread of src/webhooks/dispatch/thread.ts: the embedded role's webhook delivery engine on
 // its own connection to the log (shared mode), fed by a tail of the log that also takes up the manual
 // retries the main thread records there. It builds only what the engine needs; its clock is the
-// system's. A failure to start ends the thread with the error, which the main thread reports.
+// system's. It also keeps the delivery-history index the main thread's deliveries route reads, and
+// restarts from it: only the deliveries still waiting are read, not the history. A failure to start
+// ends the thread with the error, which the main thread reports.
+import * as path from 'node:path';
 import { getHeapStatistics } from 'node:v8';
 import { parentPort, workerData } from 'node:worker_threads';
+import { DELIVERY_HISTORY_FILE, openSqliteDeliveryIndex } from '../../../projections/deliveries-index-sqlite.js';
 import { backgroundCore } from '../../app/log-core.js';
 import { openDispatcherLog } from '../../bus/roles.js';
 import type { Config } from '../../config/config.js';
 import { systemMicros } from '../../log/clock.js';
 import type { Dispatcher } from './dispatcher.js';
 import { webhooksWithDelivery, type EventSource } from './feature.js';
+import { createHistoryIndexer } from './history-index.js';
 import { createLogTail } from './log-tail.js';
 import { withRetryRequests } from './retry-requests.js';
 import type { FromWorker, ToWorker } from './thread.js';
@@ -19,19 +24,24 @@ if (port === null) throw new Error('thread-entry runs in a worker thread');
 const { config } = workerData as { config: Config };
 
 const log = await openDispatcherLog(config, systemMicros);
+const index = openSqliteDeliveryIndex({ file: path.join(config.dataDir, DELIVERY_HISTORY_FILE) });
+const indexer = createHistoryIndexer(log, index, { retentionMs: config.webhooks.historyRetentionMs, clock: systemMicros });
 // The engine reads subscriptions and reports on them through the command handler only.
 const core = backgroundCore(config, log, systemMicros);
 // The dispatcher, as the engine hands it to its event source, for the deletions the main thread forwards.
 let dispatcher: Dispatcher | null = null;
 const source: EventSource = (options) => {
   dispatcher = options.dispatcher;
-  return withRetryRequests(createLogTail)(options);
+  return withRetryRequests(createLogTail)({ ...options, restore: indexer.pending });
 };
 const engine = webhooksWithDelivery(source)(core);
 const send = (message: FromWorker): void => port.postMessage(message);
 const pong = (id: number): void => send({ kind: 'pong', id, heapUsedBytes: getHeapStatistics().used_heap_size });
 
-const started = engine.start?.();
+const started = (async () => {
+  await indexer.start();
+  await engine.start?.();
+})();
 let stopping: Promise<void> | null = null;
 port.on('message', (message: ToWorker) => {
   if (message.kind === 'ping') return pong(message.id);
@@ -42,8 +52,10 @@ port.on('message', (message: ToWorker) => {
     return pong(message.id);
   }
   stopping ??= (async () => {
-    await started?.catch(() => undefined);
+    await started.catch(() => undefined);
     await engine.stop?.();
+    await indexer.stop();
+    await index.close();
     await log.close();
     process.exit(0);
   })();
@@ -51,6 +63,7 @@ port.on('message', (message: ToWorker) => {
 try {
   await started;
 } catch (error) {
+  await index.close();
   await log.close();
   throw error;
 }

@@ -1,0 +1,262 @@
+// The delivery-history index in SQLite, in its own file beside the log (DATA_DIR/delivery-history.sqlite).
+// In the embedded mode the dispatcher thread writes it (openSqliteDeliveryIndex: a projection runner
+// applies the delivery records it reads back from the log) and the API thread reads it on a second
+// connection (openSqliteDeliveryHistory): WAL lets one writer and any readers work at once, so a page
+// read never waits for delivery work and delivery work never runs on the API's event loop.
+//
+// Layout. `deliveries` holds one row per delivery (WITHOUT ROWID, keyed by its id): the columns lists
+// filter and sort on, and the delivery as JSON. Each filter combination has its own index ending in
+// (created_at, id), the listing order, so a page is a range scan of `limit` entries whatever the
+// history's size: (sub), (sub, status), (sub, event_type), (sub, status, event_type). The others
+// serve the restart (waiting ones: a partial index; those of events after the fan-out checkpoint)
+// and retention (created_at). `meta` has the checkpoint: the log position applied and the fan-out
+// checkpoint, committed in the transaction of the rows they cover.
+//
+// Versions. user_version is DELIVERY_INDEX_VERSION: a file of another version is emptied and rebuilt
+// from the log. A file that is not ours is refused. Nothing here needs an fsync: the log is durable,
+// this file is rebuilt from it (synchronous=NORMAL never leaves half a commit).
+import Database from 'better-sqlite3';
+import { ProjectionReset } from '../src/app/projection-runner.js';
+import type { Delivery } from '../src/domain/delivery/delivery.js';
+import { batchedWrites } from './sqlite-batched-writes.js';
+import {
+  DELIVERY_INDEX_VERSION,
+  indexChange,
+  type DeliveryHistoryReader,
+  type DeliveryIndex,
+  type HistoryQuery,
+  type IndexCheckpoint,
+  type IndexedDelivery,
+} from './deliveries-index.js';
+
+/** The file's name in DATA_DIR. */
+export const DELIVERY_HISTORY_FILE = 'delivery-history.sqlite';
+/** "SPDH" big-endian: marks a file as this index. */
+const APPLICATION_ID = 0x53504448;
+/** Applies per transaction at most. */
+const BATCH = 2_000;
+
+const SCHEMA = `
+CREATE TABLE meta (id INTEGER PRIMARY KEY CHECK (id = 1), position INTEGER NOT NULL, fanned_out_through INTEGER NOT NULL);
+INSERT INTO meta VALUES (1, 0, 0);
+CREATE TABLE deliveries (
+  id TEXT PRIMARY KEY,
+  sub TEXT NOT NULL,
+  workspace TEXT NOT NULL,
+  status TEXT NOT NULL,
+  event_type TEXT NOT NULL,
+  event_position INTEGER NOT NULL,
+  created_at INTEGER NOT NULL,
+  json TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX d_sub ON deliveries (sub, created_at, id);
+CREATE INDEX d_sub_status ON deliveries (sub, status, created_at, id);
+CREATE INDEX d_sub_type ON deliveries (sub, event_type, created_at, id);
+CREATE INDEX d_sub_status_type ON deliveries (sub, status, event_type, created_at, id);
+CREATE INDEX d_created ON deliveries (created_at);
+CREATE INDEX d_waiting ON deliveries (status) WHERE status = 'waiting';
+CREATE INDEX d_event_position ON deliveries (event_position);
+`;
+
+/** The file cannot be used as the index (another application's database, or not a database). */
+export class DeliveryIndexUnavailable extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'DeliveryIndexUnavailable';
+  }
+}
+
+/** Creates the schema on a new file, empties one of another version, refuses anything else. */
+const prepareFile = (db: Database.Database, file: string): void => {
+  const applicationId = db.pragma('application_id', { simple: true }) as number;
+  if (applicationId === APPLICATION_ID) {
+    if (db.pragma('user_version', { simple: true }) === DELIVERY_INDEX_VERSION) return;
+    const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'").pluck().all() as string[];
+    for (const table of tables) db.exec(`DROP TABLE "${table}"`);
+  } else if (applicationId !== 0 || (db.prepare('SELECT count(*) FROM sqlite_master').pluck().get() as number) > 0) {
+    throw new DeliveryIndexUnavailable(`${file} is a database of another application; move it away (the delivery history index is rebuilt from the log)`);
+  }
+  db.exec(SCHEMA);
+  db.pragma(`application_id = ${APPLICATION_ID}`);
+  db.pragma(`user_version = ${DELIVERY_INDEX_VERSION}`);
+};
+
+interface Row {
+  readonly json: string;
+  readonly workspace: string;
+}
+
+const deliveryOf = (json: string): Delivery => JSON.parse(json) as Delivery;
+
+/** The index that serves each filter combination, named so the planner cannot pick a worse one. */
+const indexFor = (query: HistoryQuery): string =>
+  query.status === undefined ? (query.eventType === undefined ? 'd_sub' : 'd_sub_type') : query.eventType === undefined ? 'd_sub_status' : 'd_sub_status_type';
+
+/** Page and get, on either connection. */
+const historyReads = (db: Database.Database): Omit<DeliveryHistoryReader, 'close'> => {
+  const statements = new Map<string, Database.Statement>();
+  const prepared = (sql: string): Database.Statement => {
+    let statement = statements.get(sql);
+    if (statement === undefined) statements.set(sql, (statement = db.prepare(sql)));
+    return statement;
+  };
+  return {
+    async page(query) {
+      const conditions = ['sub = ?'];
+      const params: (string | number)[] = [query.subscriptionId];
+      const add = (condition: string, ...values: (string | number)[]) => {
+        conditions.push(condition);
+        params.push(...values);
+      };
+      if (query.status !== undefined) add('status = ?', query.status);
+      if (query.eventType !== undefined) add('event_type = ?', query.eventType);
+      if (query.createdFrom !== undefined) add('created_at >= ?', query.createdFrom);
+      if (query.createdBefore !== undefined) add('created_at < ?', query.createdBefore);
+      if (query.after !== undefined) add('(created_at, id) < (?, ?)', query.after.createdAt, query.after.id);
+      const sql = `SELECT json FROM deliveries INDEXED BY ${indexFor(query)} WHERE ${conditions.join(' AND ')} ORDER BY created_at DESC, id DESC LIMIT ?`;
+      // One more than asked: whether a next page exists, without counting.
+      const rows = prepared(sql).pluck().all(...params, query.limit + 1) as string[];
+      const items = rows.slice(0, query.limit).map(deliveryOf);
+      const last = items.at(-1);
+      return { items, next: rows.length > query.limit && last !== undefined ? { createdAt: last.createdAt, id: last.id } : null };
+    },
+    async get(subscriptionId, deliveryId) {
+      const json = prepared('SELECT json FROM deliveries WHERE id = ? AND sub = ?').pluck().get(deliveryId, subscriptionId) as string | undefined;
+      return json === undefined ? undefined : deliveryOf(json);
+    },
+  };
+};
+
+const open = (file: string, configure: (db: Database.Database) => void): Database.Database => {
+  let db: Database.Database;
+  try {
+    db = new Database(file, { timeout: 5_000 });
+  } catch (error) {
+    throw new DeliveryIndexUnavailable(`cannot open the delivery history index ${file}: ${(error as Error).message}`, { cause: error });
+  }
+  try {
+    configure(db);
+    return db;
+  } catch (error) {
+    db.close();
+    throw error instanceof DeliveryIndexUnavailable ? error : new DeliveryIndexUnavailable(`cannot open the delivery history index ${file}: ${(error as Error).message}`, { cause: error });
+  }
+};
+
+/** The writer: one per file (the embedded dispatcher thread). */
+export const openSqliteDeliveryIndex = (options: { readonly file: string; readonly batch?: number }): DeliveryIndex => {
+  const db = open(options.file, (db) => {
+    db.pragma('journal_mode = WAL');
+    db.transaction(() => prepareFile(db, options.file)).immediate();
+    db.pragma('synchronous = NORMAL');
+  });
+  const reads = historyReads(db);
+  const select = db.prepare('SELECT json FROM deliveries WHERE id = ?').pluck();
+  const upsert = db.prepare(
+    `INSERT INTO deliveries (id, sub, workspace, status, event_type, event_position, created_at, json) VALUES (@id, @sub, @workspace, @status, @eventType, @eventPosition, @createdAt, @json)
+     ON CONFLICT (id) DO UPDATE SET status = excluded.status, json = excluded.json`,
+  );
+  const readMeta = db.prepare('SELECT position, fanned_out_through AS fannedOutThrough FROM meta');
+  const saveMeta = db.prepare('UPDATE meta SET position = ?, fanned_out_through = ?');
+  let checkpoint = readMeta.get() as IndexCheckpoint;
+  let closed = false;
+
+  // The checkpoint is committed with the rows it covers; a failed write resumes from the committed one.
+  const writes = batchedWrites(db, {
+    batch: options.batch ?? BATCH,
+    beforeCommit: () => saveMeta.run(checkpoint.position, checkpoint.fannedOutThrough),
+    failed(error) {
+      checkpoint = readMeta.get() as IndexCheckpoint;
+      console.error(`delivery history index ${options.file}: a write failed, resuming from the last commit:`, error);
+      return new ProjectionReset(`delivery history index: a write failed (${(error as Error).message}); resuming from the last commit`, { cause: error });
+    },
+  });
+  const { commit } = writes;
+  const write = (run: () => void): void => {
+    if (closed) throw new ProjectionReset('delivery history index: closed');
+    writes.write(run);
+  };
+
+  const put = ({ delivery, workspaceId }: IndexedDelivery): void => {
+    upsert.run({
+      id: delivery.id,
+      sub: delivery.subscriptionId,
+      workspace: workspaceId,
+      status: delivery.status,
+      eventType: delivery.eventType,
+      eventPosition: delivery.eventPosition,
+      createdAt: delivery.createdAt,
+      json: JSON.stringify(delivery),
+    });
+  };
+
+  return {
+    ...reads,
+    async checkpoint() {
+      return checkpoint;
+    },
+    apply(event) {
+      if (event.position <= checkpoint.position) return;
+      write(() => {
+        const change = indexChange(event, (id) => {
+          const json = select.get(id) as string | undefined;
+          return json === undefined ? undefined : deliveryOf(json);
+        });
+        let { fannedOutThrough } = checkpoint;
+        if (change.kind === 'subscription_deleted') db.prepare('DELETE FROM deliveries WHERE sub = ?').run(change.subscriptionId);
+        else {
+          change.deliveries.forEach(put);
+          fannedOutThrough = Math.max(fannedOutThrough, change.fannedOutThrough);
+        }
+        checkpoint = { position: event.position, fannedOutThrough };
+      });
+      writes.counted();
+    },
+    async pending() {
+      commit();
+      const rows = db
+        .prepare("SELECT json, workspace FROM deliveries WHERE status = 'waiting' UNION SELECT json, workspace FROM deliveries WHERE event_position > ?")
+        .all(checkpoint.fannedOutThrough) as Row[];
+      return { deliveries: rows.map((row) => ({ delivery: deliveryOf(row.json), workspaceId: row.workspace })), fannedOutThrough: checkpoint.fannedOutThrough };
+    },
+    async prune(before, limit) {
+      let pruned = 0;
+      write(() => {
+        pruned = db
+          .prepare("DELETE FROM deliveries WHERE id IN (SELECT id FROM deliveries INDEXED BY d_created WHERE created_at < ? AND status != 'waiting' ORDER BY created_at LIMIT ?)")
+          .run(before, limit).changes;
+      });
+      commit();
+      return pruned;
+    },
+    async clear() {
+      write(() => {
+        db.exec('DELETE FROM deliveries');
+        checkpoint = { position: 0, fannedOutThrough: 0 };
+      });
+      commit();
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      commit();
+      db.close();
+    },
+  };
+};
+
+/** A reader (the API thread): page and get only, never a write. */
+export const openSqliteDeliveryHistory = (options: { readonly file: string }): DeliveryHistoryReader => {
+  const db = open(options.file, (db) => {
+    db.pragma('journal_mode = WAL');
+    // The writer creates the schema; a reader that comes first creates the same one.
+    db.transaction(() => prepareFile(db, options.file)).immediate();
+    db.pragma('query_only = ON');
+  });
+  return {
+    ...historyReads(db),
+    async close() {
+      db.close();
+    },
+  };
+};

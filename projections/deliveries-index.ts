@@ -1,0 +1,107 @@
+// The delivery-history index port: a projection of the delivery records in the log (the log stays
+// their source of truth), kept as they are recorded, so that a page of a subscription's history, by
+// status, event type and creation time, costs the page and not the history, and a restarting
+// dispatcher reads only the deliveries still waiting. Listing order is newest first by (created_at,
+// id); a page ends with the key the next page starts after (cursor pagination, no offsets, no totals).
+// Adapters: SQLite beside the log in the embedded mode (deliveries-index-sqlite.ts: written by the
+// dispatcher thread, read by the API thread), memory for API servers of the distributed mode and
+// tests (deliveries-index-memory.ts). One contract suite runs against each (test/webhooks/delivery-index.contract.ts).
+import { deliveryAggregate, unpackSteps, type Delivery, type DeliveryStatus } from '../src/domain/delivery/delivery.js';
+import { SUBSCRIPTION_EVENTS, subscriptionStream } from '../src/domain/subscription/subscription.js';
+import { DELIVERY_RECORDED } from '../src/domain/delivery/delivery.js';
+import type { ProjectedEvent } from './tickets-store.js';
+
+/** Bumped whenever what the index keeps or how it evolves changes: a store of another version is rebuilt from the log. */
+export const DELIVERY_INDEX_VERSION = 1;
+
+/** The events the index applies. */
+export const DELIVERY_INDEX_TYPES: readonly string[] = [DELIVERY_RECORDED, SUBSCRIPTION_EVENTS.deleted];
+
+export interface IndexedDelivery {
+  readonly delivery: Delivery;
+  readonly workspaceId: string;
+}
+
+/** A place in the listing order: pages continue strictly after it. */
+export interface HistoryKey {
+  readonly createdAt: number;
+  readonly id: string;
+}
+
+export interface HistoryQuery {
+  readonly subscriptionId: string;
+  readonly status?: DeliveryStatus;
+  readonly eventType?: string;
+  /** µs, inclusive. */
+  readonly createdFrom?: number;
+  /** µs, exclusive. */
+  readonly createdBefore?: number;
+  /** Newest first: only deliveries listed after this key. */
+  readonly after?: HistoryKey;
+  readonly limit: number;
+}
+
+export interface HistoryPage {
+  readonly items: readonly Delivery[];
+  /** The last item's key when more deliveries may follow, else null. */
+  readonly next: HistoryKey | null;
+}
+
+export interface DeliveryHistoryReader {
+  page(query: HistoryQuery): Promise<HistoryPage>;
+  /** One delivery of the subscription, undefined when unknown or pruned. */
+  get(subscriptionId: string, deliveryId: string): Promise<Delivery | undefined>;
+  close(): Promise<void>;
+}
+
+export interface IndexCheckpoint {
+  /** Log position of the last event applied (0: none). */
+  readonly position: number;
+  /** The highest `fanned_out_through` of the deliveries scheduled (the embedded fan-out's restart point). */
+  readonly fannedOutThrough: number;
+}
+
+export interface PendingDeliveries {
+  /** The deliveries still waiting, and any of events after `fannedOutThrough` (a replayed fan-out finds them known). */
+  readonly deliveries: readonly IndexedDelivery[];
+  readonly fannedOutThrough: number;
+}
+
+export interface DeliveryIndex extends DeliveryHistoryReader {
+  checkpoint(): Promise<IndexCheckpoint>;
+  /** Applies one event of DELIVERY_INDEX_TYPES, in log order; one at or below the checkpoint changes nothing. */
+  apply(event: ProjectedEvent): Promise<void> | void;
+  pending(): Promise<PendingDeliveries>;
+  /** Drops up to `limit` settled deliveries created before `before` (µs) and says how many went; waiting ones stay. */
+  prune(before: number, limit: number): Promise<number>;
+  /** Drops everything and the checkpoint (the index was built from another log). */
+  clear(): Promise<void>;
+}
+
+/** What one event changes: the deliveries it touched as they are now, or a deleted subscription's whole history. */
+export type IndexChange =
+  | { readonly kind: 'deliveries'; readonly deliveries: readonly IndexedDelivery[]; readonly fannedOutThrough: number }
+  | { readonly kind: 'subscription_deleted'; readonly subscriptionId: string };
+
+/**
+ * The change an event makes, given the deliveries as the index has them. A step of a delivery the
+ * index does not have (pruned by retention) changes nothing: its history is past retention.
+ */
+export const indexChange = (event: ProjectedEvent, current: (deliveryId: string) => Delivery | undefined): IndexChange => {
+  if (event.type === SUBSCRIPTION_EVENTS.deleted) return { kind: 'subscription_deleted', subscriptionId: event.stream.slice(subscriptionStream('').length) };
+  const touched = new Map<string, Delivery>();
+  let fannedOutThrough = 0;
+  for (const step of unpackSteps(event)) {
+    const id = String(step.data['delivery_id']);
+    const before = touched.get(id) ?? current(id) ?? null;
+    const after = deliveryAggregate.evolve(before, step);
+    if (after !== null && after !== before) touched.set(id, after);
+    if (step.type === 'delivery.scheduled') fannedOutThrough = Math.max(fannedOutThrough, Number(step.data['fanned_out_through']));
+  }
+  return { kind: 'deliveries', deliveries: [...touched.values()].map((delivery) => ({ delivery, workspaceId: event.workspaceId })), fannedOutThrough };
+};
+
+/** Whether `a` is listed before `b` (newest first, then by id). */
+export const listedBefore = (a: HistoryKey, b: HistoryKey): boolean => a.createdAt > b.createdAt || (a.createdAt === b.createdAt && a.id > b.id);
+
+export const keyOf = (delivery: Delivery): HistoryKey => ({ createdAt: delivery.createdAt, id: delivery.id });

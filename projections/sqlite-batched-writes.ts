@@ -1,0 +1,62 @@
+// One SQLite write transaction at a time for a projection store: opened by the first write, committed
+// on the next macrotask or after `batch` counted applies, so a catch-up commits once per page of the
+// log rather than once per event. A failed write or commit rolls the transaction back and throws what
+// the store's `failed` makes of the error (a ProjectionReset: its runners resume from the file's checkpoints).
+import type Database from 'better-sqlite3';
+
+export interface BatchedWrites {
+  /** Runs `run` in the open transaction (opening one when none is). */
+  write<T>(run: () => T): T;
+  /** Counts one apply; commits once `batch` are counted. */
+  counted(): void;
+  /** Commits the open transaction now (its checkpoint written first by `beforeCommit`). */
+  commit(): void;
+}
+
+export const batchedWrites = (
+  db: Database.Database,
+  options: { readonly batch: number; readonly beforeCommit: () => void; readonly failed: (error: unknown) => Error },
+): BatchedWrites => {
+  let applied = 0;
+  let commitSoon: NodeJS.Immediate | null = null;
+
+  const failed = (error: unknown): Error => {
+    try {
+      if (db.inTransaction) db.exec('ROLLBACK');
+    } catch {
+      // SQLite rolled back already.
+    }
+    return options.failed(error);
+  };
+
+  const commit = (): void => {
+    if (commitSoon !== null) clearImmediate(commitSoon);
+    commitSoon = null;
+    applied = 0;
+    if (!db.inTransaction) return;
+    try {
+      options.beforeCommit();
+      db.exec('COMMIT');
+    } catch (error) {
+      failed(error);
+    }
+  };
+
+  return {
+    write(run) {
+      try {
+        if (!db.inTransaction) {
+          db.exec('BEGIN');
+          commitSoon = setImmediate(commit);
+        }
+        return run();
+      } catch (error) {
+        throw failed(error);
+      }
+    },
+    counted() {
+      if (++applied >= options.batch) commit();
+    },
+    commit,
+  };
+};

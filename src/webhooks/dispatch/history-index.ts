@@ -1,0 +1,75 @@
+// Keeps a delivery-history index (projections/deliveries-index.ts) up to date from the log with a
+// projection runner resumed from the index's checkpoint, and prunes it past the retention: the log
+// keeps every record, the index only what the deliveries route still shows (and whatever waits).
+import { createProjectionRunner, type ProjectionRunner } from '../../app/projection-runner.js';
+import type { MicrosClock } from '../../log/clock.js';
+import type { EventLog } from '../../log/event-log.js';
+import { DELIVERY_INDEX_TYPES, type DeliveryIndex, type PendingDeliveries } from '../../../projections/deliveries-index.js';
+
+/** Deliveries pruned per transaction, so a prune never holds the index for long. */
+const PRUNE_BATCH = 1_000;
+const PRUNE_EVERY_MS = 60_000;
+
+export interface HistoryIndexer {
+  readonly runner: ProjectionRunner;
+  /** Resolves once the index has caught up with the log's head (from its checkpoint). */
+  start(): Promise<void>;
+  /** What a restarting dispatcher takes over: read once the index has applied everything the log has now. */
+  pending(): Promise<PendingDeliveries>;
+  /** Prunes everything past the retention now; resolves with how many deliveries went. */
+  prune(): Promise<number>;
+  stop(): Promise<void>;
+}
+
+export const createHistoryIndexer = (
+  log: EventLog,
+  index: DeliveryIndex,
+  options: { readonly retentionMs: number; readonly clock: MicrosClock; readonly pruneEveryMs?: number },
+): HistoryIndexer => {
+  const runner = createProjectionRunner(log, {
+    name: 'delivery-history',
+    types: DELIVERY_INDEX_TYPES,
+    async checkpoint() {
+      const { position } = await index.checkpoint();
+      // Built from another log (this one is shorter): start again. A log reset to the same length or
+      // longer is not told apart; deleting the index file is always safe.
+      if (position > (await log.headPosition())) {
+        console.warn(`delivery history index: its checkpoint ${position} is past the log's head: rebuilding it`);
+        await index.clear();
+        return 0;
+      }
+      return position;
+    },
+    apply: (event) => index.apply(event),
+  });
+  let timer: NodeJS.Timeout | undefined;
+  let pruning: Promise<number> = Promise.resolve(0);
+
+  const pruneAll = async (): Promise<number> => {
+    const before = options.clock() - options.retentionMs * 1000;
+    let total = 0;
+    for (let pruned = PRUNE_BATCH; pruned === PRUNE_BATCH; total += pruned) pruned = await index.prune(before, PRUNE_BATCH);
+    return total;
+  };
+  const prune = (): Promise<number> => (pruning = pruning.catch(() => 0).then(pruneAll));
+
+  return {
+    runner,
+    async start() {
+      await runner.start();
+      await runner.waitFor(await log.headPosition());
+      timer = setInterval(() => void prune().catch((error: unknown) => console.error('delivery history index: pruning failed:', error)), options.pruneEveryMs ?? PRUNE_EVERY_MS);
+      timer.unref();
+    },
+    async pending() {
+      await runner.waitFor(await log.headPosition());
+      return index.pending();
+    },
+    prune,
+    async stop() {
+      clearInterval(timer);
+      await pruning.catch(() => undefined);
+      await runner.stop();
+    },
+  };
+};

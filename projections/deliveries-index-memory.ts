@@ -83,7 +83,9 @@ export const createMemoryDeliveryIndex = (): DeliveryIndex => {
       return { deliveries, fannedOutThrough: checkpoint.fannedOutThrough };
     },
     async prune(before, limit) {
-      const old = [...byId.values()].filter(({ delivery }) => delivery.createdAt < before && delivery.status !== 'waiting').slice(0, limit);
+      const old = [...byId.values()]
+        .filter(({ delivery }) => delivery.createdAt < before && delivery.status !== 'waiting' && delivery.eventPosition <= checkpoint.fannedOutThrough)
+        .slice(0, limit);
       old.forEach(({ delivery }) => remove(delivery));
       return old.length;
     },

@@ -223,8 +223,8 @@ export const openSqliteDeliveryIndex = (options: { readonly file: string; readon
       let pruned = 0;
       write(() => {
         pruned = db
-          .prepare("DELETE FROM deliveries WHERE id IN (SELECT id FROM deliveries INDEXED BY d_created WHERE created_at < ? AND status != 'waiting' ORDER BY created_at LIMIT ?)")
-          .run(before, limit).changes;
+          .prepare("DELETE FROM deliveries WHERE id IN (SELECT id FROM deliveries INDEXED BY d_created WHERE created_at < ? AND status != 'waiting' AND event_position <= ? ORDER BY created_at LIMIT ?)")
+          .run(before, checkpoint.fannedOutThrough, limit).changes;
       });
       commit();
       return pruned;

@@ -72,7 +72,11 @@ export interface DeliveryIndex extends DeliveryHistoryReader {
   /** Applies one event of DELIVERY_INDEX_TYPES, in log order; one at or below the checkpoint changes nothing. */
   apply(event: ProjectedEvent): Promise<void> | void;
   pending(): Promise<PendingDeliveries>;
-  /** Drops up to `limit` settled deliveries created before `before` (µs) and says how many went; waiting ones stay. */
+  /**
+   * Drops up to `limit` settled deliveries created before `before` (µs) and says how many went. What a
+   * restart needs stays: waiting deliveries, and those of events past the fan-out checkpoint (a
+   * replayed fan-out must find them known, or it would deliver them again).
+   */
   prune(before: number, limit: number): Promise<number>;
   /** Drops everything and the checkpoint (the index was built from another log). */
   clear(): Promise<void>;

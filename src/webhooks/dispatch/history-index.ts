@@ -8,6 +8,7 @@ import { DELIVERY_INDEX_TYPES, type DeliveryIndex, type PendingDeliveries } from
 
 /** Deliveries pruned per transaction, so a prune never holds the index for long. */
 const PRUNE_BATCH = 1_000;
+/** Pruned at least this often, and twice per retention when that is shorter. */
 const PRUNE_EVERY_MS = 60_000;
 
 export interface HistoryIndexer {
@@ -24,7 +25,7 @@ export interface HistoryIndexer {
 export const createHistoryIndexer = (
   log: EventLog,
   index: DeliveryIndex,
-  options: { readonly retentionMs: number; readonly clock: MicrosClock; readonly pruneEveryMs?: number },
+  options: { readonly retentionMs: number; readonly clock: MicrosClock },
 ): HistoryIndexer => {
   const runner = createProjectionRunner(log, {
     name: 'delivery-history',
@@ -58,7 +59,7 @@ export const createHistoryIndexer = (
     async start() {
       await runner.start();
       await runner.waitFor(await log.headPosition());
-      timer = setInterval(() => void prune().catch((error: unknown) => console.error('delivery history index: pruning failed:', error)), options.pruneEveryMs ?? PRUNE_EVERY_MS);
+      timer = setInterval(() => void prune().catch((error: unknown) => console.error('delivery history index: pruning failed:', error)), Math.min(PRUNE_EVERY_MS, options.retentionMs / 2));
       timer.unref();
     },
     async pending() {

@@ -1,0 +1,99 @@
+// The delivery-history index in SQLite (the embedded mode): the contract, with the file opened again as
+// a restart does, and what only a file has: a reader on a second connection, another version, a foreign file.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import Database from 'better-sqlite3';
+import { expect } from 'chai';
+import { DELIVERY_INDEX_VERSION, type DeliveryIndex } from '../../projections/deliveries-index.js';
+import { DeliveryIndexUnavailable, openSqliteDeliveryHistory, openSqliteDeliveryIndex } from '../../projections/deliveries-index-sqlite.js';
+import { packSteps } from '../../src/domain/delivery/delivery.js';
+import { deliveryIndexContract } from './delivery-index.contract.js';
+
+const tempFile = () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'delivery-index-'));
+  return { file: path.join(dir, 'delivery-history.sqlite'), remove: () => rmSync(dir, { recursive: true, force: true }) };
+};
+
+deliveryIndexContract('sqlite', async () => {
+  const { file, remove } = tempFile();
+  const opened: DeliveryIndex[] = [openSqliteDeliveryIndex({ file })];
+  return {
+    index: opened[0] as DeliveryIndex,
+    async reopen() {
+      await opened.at(-1)?.close();
+      const index = openSqliteDeliveryIndex({ file });
+      opened.push(index);
+      return index;
+    },
+    async teardown() {
+      for (const index of opened) await index.close();
+      remove();
+    },
+  };
+});
+
+describe('delivery history index file (int)', () => {
+  let temp: ReturnType<typeof tempFile>;
+  beforeEach(() => {
+    temp = tempFile();
+  });
+  afterEach(() => temp.remove());
+
+  const scheduled = (position: number) => ({
+    id: `e${position}`,
+    position,
+    revision: position - 1,
+    stream: 'deliveries-s1',
+    workspaceId: 'ws',
+    ...packSteps([
+      {
+        type: 'delivery.scheduled',
+        data: { delivery_id: `d${position}`, subscription_id: 's1', event_id: `x${position}`, event_type: 'ticket.created', event_position: position, fanned_out_through: 0, scheduled_at: 1_000 + position },
+      },
+    ]),
+  });
+
+  it('serves a reader on another connection what the writer committed, while the writer goes on', async () => {
+    const writer = openSqliteDeliveryIndex({ file: temp.file });
+    const reader = openSqliteDeliveryHistory({ file: temp.file });
+    try {
+      writer.apply(scheduled(1));
+      // Not committed yet: the reader sees the last commit only.
+      expect((await reader.page({ subscriptionId: 's1', limit: 10 })).items).to.deep.equal([]);
+      await new Promise((resolve) => setImmediate(resolve));
+      writer.apply(scheduled(2));
+      expect((await reader.page({ subscriptionId: 's1', limit: 10 })).items.map((d) => d.id)).to.deep.equal(['d1']);
+    } finally {
+      await reader.close();
+      await writer.close();
+    }
+  });
+
+  it('empties a file of another version, so that it is rebuilt from the log', async () => {
+    const writer = openSqliteDeliveryIndex({ file: temp.file });
+    writer.apply(scheduled(1));
+    await writer.close();
+    const db = new Database(temp.file);
+    db.pragma(`user_version = ${DELIVERY_INDEX_VERSION + 1}`);
+    db.close();
+    const reopened = openSqliteDeliveryIndex({ file: temp.file });
+    try {
+      expect(await reopened.checkpoint()).to.deep.equal({ position: 0, fannedOutThrough: 0 });
+      expect((await reopened.page({ subscriptionId: 's1', limit: 10 })).items).to.deep.equal([]);
+    } finally {
+      await reopened.close();
+    }
+  });
+
+  it("refuses another application's database, writing nothing to it", () => {
+    const db = new Database(temp.file);
+    db.exec('CREATE TABLE theirs (x)');
+    db.close();
+    expect(() => openSqliteDeliveryIndex({ file: temp.file })).to.throw(DeliveryIndexUnavailable, /another application/);
+    expect(() => openSqliteDeliveryHistory({ file: temp.file })).to.throw(DeliveryIndexUnavailable, /another application/);
+    const after = new Database(temp.file);
+    expect(after.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all()).to.deep.equal(['theirs']);
+    after.close();
+  });
+});

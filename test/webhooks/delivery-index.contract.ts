@@ -1,0 +1,238 @@
+// One contract for every DeliveryIndex adapter: pages by cursor in listing order, each filter and
+// their combinations against a brute-force reading of the same deliveries, the checkpoint, what a
+// restart takes over, retention pruning and a deleted subscription.
+import { expect } from 'chai';
+import type { Decided } from '../../src/domain/aggregate.js';
+import { deliveryAggregate, packSteps, type Delivery, type DeliveryCommand, type DeliveryStatus } from '../../src/domain/delivery/delivery.js';
+import { deliveryStream } from '../../src/domain/delivery/ids.js';
+import { SUBSCRIPTION_EVENTS, subscriptionStream } from '../../src/domain/subscription/subscription.js';
+import type { DeliveryIndex, HistoryQuery } from '../../projections/deliveries-index.js';
+import type { ProjectedEvent } from '../../projections/tickets-store.js';
+
+export interface DeliveryIndexFixture {
+  readonly index: DeliveryIndex;
+  /** The same store opened again (a restart), where the adapter outlives its process; null otherwise. */
+  reopen: (() => Promise<DeliveryIndex>) | null;
+  teardown(): Promise<void>;
+}
+
+const T0 = 1_700_000_000_000_000; // µs today: must survive the store's number types exactly
+const TYPES = ['ticket.created', 'ticket.updated', 'message.created'];
+
+/** Delivery records as a dispatcher writes them, one packed log event per call, with the states they lead to. */
+const deliveryLog = () => {
+  let position = 0;
+  const revisions = new Map<string, number>();
+  const states = new Map<string, Delivery>();
+  const event = (stream: string, type: string, data: ProjectedEvent['data']): ProjectedEvent => {
+    const revision = revisions.get(stream) ?? 0;
+    revisions.set(stream, revision + 1);
+    position += 1;
+    return { id: `e${position}`, type, data, workspaceId: 'ws', position, stream, revision };
+  };
+  const decide = (id: string, command: DeliveryCommand): Decided[] => {
+    const result = deliveryAggregate.decide(command, states.get(id) ?? null);
+    if (result._tag === 'Left') throw new Error(result.left.message);
+    const next = result.right.reduce(deliveryAggregate.evolve, states.get(id) ?? null);
+    if (next !== null) states.set(id, next);
+    return [...result.right];
+  };
+  return {
+    states,
+    /** One packed record of a subscription's steps. */
+    record: (subscriptionId: string, steps: readonly Decided[]): ProjectedEvent => {
+      const packed = packSteps(steps);
+      return event(deliveryStream(subscriptionId), packed.type, packed.data);
+    },
+    schedule: (subscriptionId: string, id: string, options: { eventType?: string; at?: number; eventPosition?: number; fannedOutThrough?: number } = {}) =>
+      decide(id, {
+        kind: 'schedule',
+        deliveryId: id,
+        subscriptionId,
+        eventId: `event-${id}`,
+        eventType: options.eventType ?? 'ticket.created',
+        eventPosition: options.eventPosition ?? 1,
+        fannedOutThrough: options.fannedOutThrough ?? 0,
+        at: options.at ?? T0,
+      }),
+    /** One attempt: delivered, failed for good (no retry left), or failed with a retry due. */
+    attempt: (id: string, outcome: 'delivered' | 'failed' | 'retry', at = T0 + 1) =>
+      decide(id, {
+        kind: 'record_attempt',
+        attempt: (states.get(id)?.attempt ?? 0) + 1,
+        outcome: { delivered: outcome === 'delivered', statusCode: outcome === 'delivered' ? 200 : 500, error: outcome === 'delivered' ? null : 'http 500', latencyMs: 3 },
+        at,
+        retryDelaysMs: outcome === 'retry' ? [30] : [],
+      }),
+    cancel: (id: string) => decide(id, { kind: 'cancel', reason: 'subscription_inactive', at: T0 + 2 }),
+    retry: (id: string) => decide(id, { kind: 'retry', at: T0 + 3 }),
+    deleted: (subscriptionId: string): ProjectedEvent => event(subscriptionStream(subscriptionId), SUBSCRIPTION_EVENTS.deleted, {}),
+  };
+};
+
+/** Every page of a query, following the cursors. */
+const allPages = async (index: DeliveryIndex, query: Omit<HistoryQuery, 'after'>): Promise<{ ids: string[]; pages: number }> => {
+  const ids: string[] = [];
+  let pages = 0;
+  for (let after: HistoryQuery['after'] | undefined; ; ) {
+    const page = await index.page({ ...query, ...(after === undefined ? {} : { after }) });
+    pages += 1;
+    ids.push(...page.items.map((d) => d.id));
+    if (page.next === null) return { ids, pages };
+    expect(page.items).to.have.length(query.limit);
+    after = page.next;
+  }
+};
+
+export const deliveryIndexContract = (name: string, factory: () => Promise<DeliveryIndexFixture>) => {
+  describe(`DeliveryIndex contract: ${name}`, () => {
+    let fixture: DeliveryIndexFixture;
+    beforeEach(async () => {
+      fixture = await factory();
+    });
+    afterEach(() => fixture.teardown());
+
+    const apply = async (events: readonly ProjectedEvent[], index = fixture.index) => {
+      for (const event of events) await index.apply(event);
+    };
+
+    it('lists a subscription newest first, a page at a time, each delivery once, with no cursor after the last page', async () => {
+      const log = deliveryLog();
+      // Equal creation times are ordered by id: the cursor carries both.
+      const events = Array.from({ length: 23 }, (_, i) => log.record('s1', log.schedule('s1', `d${String(i).padStart(2, '0')}`, { at: T0 + Math.floor(i / 3) })));
+      await apply([...events, log.record('s2', log.schedule('s2', 'other'))]);
+      const expected = [...log.states.values()]
+        .filter((d) => d.subscriptionId === 's1')
+        .sort((a, b) => b.createdAt - a.createdAt || (a.id < b.id ? 1 : -1))
+        .map((d) => d.id);
+      const { ids, pages } = await allPages(fixture.index, { subscriptionId: 's1', limit: 5 });
+      expect(ids).to.deep.equal(expected);
+      expect(pages).to.equal(5);
+      expect((await allPages(fixture.index, { subscriptionId: 's1', limit: 23 })).pages).to.equal(1);
+      const first = await fixture.index.page({ subscriptionId: 's1', limit: 1 });
+      expect(first.items[0]).to.deep.equal(log.states.get(expected[0] as string));
+    });
+
+    it('answers an empty page, without a cursor, for a subscription it has nothing of', async () => {
+      const log = deliveryLog();
+      await apply([log.record('s1', log.schedule('s1', 'd1'))]);
+      expect(await fixture.index.page({ subscriptionId: 'nobody', limit: 10 })).to.deep.equal({ items: [], next: null });
+      expect(await fixture.index.get('nobody', 'd1')).to.equal(undefined);
+      expect(await fixture.index.get('s1', 'unknown')).to.equal(undefined);
+    });
+
+    it('filters by status, event type and creation time, alone and together, as a reading of every delivery would', async () => {
+      const log = deliveryLog();
+      const events: ProjectedEvent[] = [];
+      const outcomes = ['waiting', 'delivered', 'failed', 'cancelled', 'retry'] as const;
+      for (let i = 0; i < 60; i++) {
+        const id = `d${String(i).padStart(2, '0')}`;
+        events.push(log.record('s1', log.schedule('s1', id, { eventType: TYPES[i % 3] as string, at: T0 + i * 1000 })));
+        const outcome = outcomes[(i * 7) % 5] as (typeof outcomes)[number];
+        if (outcome === 'delivered' || outcome === 'failed' || outcome === 'retry') events.push(log.record('s1', log.attempt(id, outcome)));
+        if (outcome === 'cancelled') events.push(log.record('s1', log.cancel(id)));
+      }
+      await apply(events);
+      const all = [...log.states.values()].sort((a, b) => b.createdAt - a.createdAt);
+      const statuses: (DeliveryStatus | undefined)[] = [undefined, 'waiting', 'delivered', 'failed', 'cancelled'];
+      for (const status of statuses) {
+        for (const eventType of [undefined, 'ticket.updated']) {
+          for (const [createdFrom, createdBefore] of [[undefined, undefined], [T0 + 10_000, undefined], [undefined, T0 + 40_000], [T0 + 10_000, T0 + 40_000]]) {
+            const query = {
+              subscriptionId: 's1',
+              limit: 4,
+              ...(status === undefined ? {} : { status }),
+              ...(eventType === undefined ? {} : { eventType }),
+              ...(createdFrom === undefined ? {} : { createdFrom }),
+              ...(createdBefore === undefined ? {} : { createdBefore }),
+            };
+            const expected = all.filter(
+              (d) =>
+                (status === undefined || d.status === status) &&
+                (eventType === undefined || d.eventType === eventType) &&
+                (createdFrom === undefined || d.createdAt >= createdFrom) &&
+                (createdBefore === undefined || d.createdAt < createdBefore),
+            );
+            expect((await allPages(fixture.index, query)).ids, JSON.stringify(query)).to.deep.equal(expected.map((d) => d.id));
+          }
+        }
+      }
+    });
+
+    it('moves a delivery between status filters as its steps arrive, several steps in one record included', async () => {
+      const log = deliveryLog();
+      await apply([log.record('s1', [...log.schedule('s1', 'd1'), ...log.attempt('d1', 'retry')])]);
+      const ids = async (status: DeliveryStatus) => (await fixture.index.page({ subscriptionId: 's1', status, limit: 10 })).items.map((d) => d.id);
+      expect(await ids('waiting')).to.deep.equal(['d1']);
+      await apply([log.record('s1', log.attempt('d1', 'failed'))]);
+      expect(await ids('waiting')).to.deep.equal([]);
+      expect(await ids('failed')).to.deep.equal(['d1']);
+      await apply([log.record('s1', log.retry('d1'))]);
+      expect(await ids('failed')).to.deep.equal([]);
+      expect((await fixture.index.get('s1', 'd1'))?.round).to.equal(2);
+      expect(await fixture.index.get('s1', 'd1')).to.deep.equal(log.states.get('d1'));
+    });
+
+    it('keeps its checkpoint and applies an event at or below it only once', async () => {
+      const log = deliveryLog();
+      expect(await fixture.index.checkpoint()).to.deep.equal({ position: 0, fannedOutThrough: 0 });
+      const scheduled = log.record('s1', log.schedule('s1', 'd1', { eventPosition: 40, fannedOutThrough: 39 }));
+      const attempted = log.record('s1', log.attempt('d1', 'retry'));
+      await apply([scheduled, attempted]);
+      expect(await fixture.index.checkpoint()).to.deep.equal({ position: attempted.position, fannedOutThrough: 39 });
+      // A repeated record (a runner resuming below what it applied) changes nothing.
+      await apply([scheduled, attempted]);
+      expect((await fixture.index.get('s1', 'd1'))?.history).to.have.length(1);
+      if (fixture.reopen !== null) {
+        await new Promise((resolve) => setImmediate(resolve));
+        const reopened = await fixture.reopen();
+        expect(await reopened.checkpoint()).to.deep.equal({ position: attempted.position, fannedOutThrough: 39 });
+        expect(await reopened.get('s1', 'd1')).to.deep.equal(log.states.get('d1'));
+      }
+    });
+
+    it('hands a restart the waiting deliveries and those of events past the fan-out checkpoint, not the settled history', async () => {
+      const log = deliveryLog();
+      await apply([
+        log.record('s1', [...log.schedule('s1', 'settled', { eventPosition: 5, fannedOutThrough: 4 }), ...log.attempt('settled', 'delivered')]),
+        log.record('s1', log.schedule('s1', 'waiting', { eventPosition: 6, fannedOutThrough: 5 })),
+        log.record('s2', [...log.schedule('s2', 'ahead', { eventPosition: 9, fannedOutThrough: 5 }), ...log.attempt('ahead', 'delivered')]),
+      ]);
+      const pending = await fixture.index.pending();
+      expect(pending.fannedOutThrough).to.equal(5);
+      expect(pending.deliveries.map((p) => p.delivery.id).sort()).to.deep.equal(['ahead', 'waiting']);
+      expect(pending.deliveries.find((p) => p.delivery.id === 'waiting')).to.deep.equal({ delivery: log.states.get('waiting'), workspaceId: 'ws' });
+    });
+
+    it('prunes settled deliveries created before the cutoff, a batch at a time, and keeps what a restart needs', async () => {
+      const log = deliveryLog();
+      const events: ProjectedEvent[] = [];
+      for (let i = 0; i < 5; i++) {
+        const steps = [...log.schedule('s1', `old${i}`, { at: T0 + i, eventPosition: i + 1, fannedOutThrough: 5 }), ...log.attempt(`old${i}`, i % 2 === 0 ? 'delivered' : 'failed')];
+        events.push(log.record('s1', steps));
+      }
+      events.push(log.record('s1', log.schedule('s1', 'old-waiting', { at: T0 + 10 })));
+      // Settled, old, but of an event the fan-out checkpoint has not passed: a restart replays that event.
+      events.push(log.record('s1', [...log.schedule('s1', 'old-unpassed', { at: T0 + 11, eventPosition: 6 }), ...log.attempt('old-unpassed', 'delivered')]));
+      events.push(log.record('s1', [...log.schedule('s1', 'new', { at: T0 + 1_000_000 }), ...log.attempt('new', 'delivered')]));
+      await apply(events);
+      expect(await fixture.index.prune(T0 + 500_000, 3)).to.equal(3);
+      expect(await fixture.index.prune(T0 + 500_000, 3)).to.equal(2);
+      expect(await fixture.index.prune(T0 + 500_000, 3)).to.equal(0);
+      expect((await allPages(fixture.index, { subscriptionId: 's1', limit: 10 })).ids).to.deep.equal(['new', 'old-unpassed', 'old-waiting']);
+      // A later step of a pruned delivery (a retry from the log) does not bring back half a delivery.
+      await apply([log.record('s1', log.retry('old1'))]);
+      expect(await fixture.index.get('s1', 'old1')).to.equal(undefined);
+    });
+
+    it("forgets a deleted subscription's history, and everything on clear", async () => {
+      const log = deliveryLog();
+      await apply([log.record('s1', log.schedule('s1', 'd1')), log.record('s2', log.schedule('s2', 'd2')), log.deleted('s1')]);
+      expect((await fixture.index.page({ subscriptionId: 's1', limit: 10 })).items).to.deep.equal([]);
+      expect((await fixture.index.pending()).deliveries.map((p) => p.delivery.id)).to.deep.equal(['d2']);
+      await fixture.index.clear();
+      expect(await fixture.index.checkpoint()).to.deep.equal({ position: 0, fannedOutThrough: 0 });
+      expect((await fixture.index.page({ subscriptionId: 's2', limit: 10 })).items).to.deep.equal([]);
+    });
+  });
+};

@@ -1,0 +1,244 @@
+// Delivery-history pages at a million deliveries: the embedded service in its own process (ROLE=all)
+// over a log holding BENCH_DELIVERIES (1,000,000) settled deliveries of one subscription, recorded
+// straight into the log as the dispatcher records them (packed delivery.recorded events of 100
+// deliveries, spread over the last 20 days, mixed event types and outcomes), then indexed by the
+// service's own dispatcher thread from the log at its first start. Reported: that first start (the
+// index built from the log) and a second one (resumed from the index's checkpoint); then, for
+// BENCH_SECONDS (30; --long: 120) while tickets are written at 20/s (their deliveries go on being
+// recorded and indexed), the p99 of deliveries pages (first pages, status, event type, time ranges,
+// combinations, the page after a cursor) of the big subscription and of one with a few deliveries,
+// and of an unrelated request (GET /api/v1/webhooks) sent meanwhile. The ceiling, measured in the
+// same run: the bare SQLite indexed select behind a page, on the index file, from this process.
+// `npm run bench -- deliveries-history [--long]`.
+import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:http';
+import { mkdtempSync, rmSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { loadavg, tmpdir } from 'node:os';
+import * as path from 'node:path';
+import Database from 'better-sqlite3';
+import { DELIVERY_HISTORY_FILE } from '../../projections/deliveries-index-sqlite.js';
+import { packSteps } from '../../src/domain/delivery/delivery.js';
+import { deliveryStream } from '../../src/domain/delivery/ids.js';
+import { isoMicros } from '../../src/domain/envelope.js';
+import type { JsonObject } from '../../src/log/event-log.js';
+import { openSqliteLog } from '../../src/log/sqlite.js';
+import { createProcessGroup } from '../../test/support/processes.js';
+import { send } from '../torture/http.js';
+import { quantiles } from './quantiles.js';
+
+const ADMIN = 'bench-admin';
+const PER_RECORD = 100;
+const RECORDS_PER_APPEND = 10;
+const SPAN_US = 20 * 86_400_000_000;
+const TYPES = ['ticket.created', 'ticket.updated', 'message.created', 'contact.updated'];
+const READERS = 4;
+const WRITES_PER_S = 20;
+const SMALL = 10;
+
+const hex = () => randomBytes(16).toString('hex');
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+const must = async (url: string, method: string, p: string, token: string, body?: unknown) => {
+  const sent = await send(url, { method, path: p, token, ...(body === undefined ? {} : { body }) });
+  if (sent.kind !== 'answer' || sent.answer.status >= 300) throw new Error(`${method} ${p}: ${JSON.stringify(sent)}`);
+  return sent.answer.body as Record<string, unknown>;
+};
+
+/** One settled delivery's steps, as the dispatcher records them: mostly delivered, some failed, a few cancelled. */
+const deliverySteps = (subscriptionId: string, n: number, createdAt: number, fanned: number): { type: string; data: JsonObject }[] => {
+  const id = hex();
+  const scheduled = {
+    type: 'delivery.scheduled',
+    data: { delivery_id: id, subscription_id: subscriptionId, event_id: hex(), event_type: TYPES[n % TYPES.length] as string, event_position: fanned, fanned_out_through: fanned, scheduled_at: createdAt },
+  };
+  if (n % 50 === 0) return [scheduled, { type: 'delivery.cancelled', data: { delivery_id: id, round: 1, reason: 'subscription_inactive', cancelled_at: createdAt + 1 } }];
+  const delivered = n % 12 !== 0;
+  const attempted = {
+    delivery_id: id,
+    round: 1,
+    attempt: 1,
+    delivered,
+    status_code: delivered ? 200 : 500,
+    error: delivered ? null : 'http 500',
+    latency_ms: 12,
+    attempted_at: createdAt + 20_000,
+    next_attempt_at: null,
+  };
+  return [scheduled, { type: 'delivery.attempted', data: attempted }];
+};
+
+/** `count` deliveries of the subscription appended to the log, oldest first, created over the last 20 days. */
+const recordHistory = async (file: string, workspaceId: string, subscriptionId: string, count: number): Promise<void> => {
+  const log = openSqliteLog({ file, shared: true });
+  const fanned = await log.headPosition();
+  const now = Date.now() * 1000;
+  for (let n = 0; n < count; ) {
+    const events = [];
+    for (let r = 0; r < RECORDS_PER_APPEND && n < count; r++) {
+      const steps = [];
+      for (let d = 0; d < PER_RECORD && n < count; d++, n++) steps.push(...deliverySteps(subscriptionId, n, now - SPAN_US + Math.floor((n * SPAN_US) / count), fanned));
+      events.push({ id: hex(), workspaceId, ...packSteps(steps) });
+    }
+    await log.append(deliveryStream(subscriptionId), events, 'any');
+    if (n % 100_000 === 0) console.error(`  ${n} deliveries recorded`);
+  }
+  await log.close();
+};
+
+/** A page query of the big subscription, at random: the shapes integrators send. */
+const randomQuery = (oldest: number, newest: number): string => {
+  const at = encodeURIComponent(isoMicros(oldest + Math.floor(Math.random() * (newest - oldest))));
+  const type = TYPES[Math.floor(Math.random() * TYPES.length)] as string;
+  const shapes = [
+    '',
+    '?status=failed',
+    `?event_type=${type}`,
+    `?created_before=${at}`,
+    `?status=delivered&event_type=${type}&created_before=${at}`,
+    `?status=cancelled&created_from=${at}`,
+    '?page_size=100',
+  ];
+  return shapes[Math.floor(Math.random() * shapes.length)] as string;
+};
+
+/** The ceiling: the indexed select behind a first page or a page after a key, on the index file itself. */
+const bareSelects = (dataDir: string, subscriptionId: string, oldest: number, newest: number, count: number): number[] => {
+  const db = new Database(path.join(dataDir, DELIVERY_HISTORY_FILE), { readonly: true });
+  const select = db.prepare('SELECT json FROM deliveries INDEXED BY d_sub WHERE sub = ? AND (created_at, id) < (?, ?) ORDER BY created_at DESC, id DESC LIMIT 21').pluck();
+  const times: number[] = [];
+  for (let i = 0; i < count; i++) {
+    const began = performance.now();
+    const rows = select.all(subscriptionId, oldest + Math.floor(Math.random() * (newest - oldest)), 'f') as string[];
+    rows.map((json) => JSON.parse(json) as unknown);
+    times.push(performance.now() - began);
+  }
+  db.close();
+  return times;
+};
+
+export const run = async ({ long }: { long: boolean }) => {
+  const deliveries = Number(process.env['BENCH_DELIVERIES'] ?? 1_000_000);
+  const seconds = Number(process.env['BENCH_SECONDS'] ?? (long ? 120 : 30));
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'bench-deliveries-history-'));
+  const receiver = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.end('ok'));
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+  const group = createProcessGroup({
+    ROLE: 'all',
+    DATA_DIR: dataDir,
+    ADMIN_TOKEN: ADMIN,
+    WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8',
+    RATE_LIMIT_PER_KEY: '1000000000',
+    RATE_LIMIT_PER_IP: '1000000000',
+    PLANS: 'bench:100000000:true',
+  });
+  console.error(`load average before: ${loadavg()[0]?.toFixed(2)}`);
+  try {
+    let service = await group.start('prepare', {});
+    const workspace = await must(service.url, 'POST', '/admin/v1/workspaces', ADMIN, { name: 'bench', plan: 'bench' });
+    const key = String(workspace['api_key']);
+    const workspaceId = String(workspace['workspace_id']);
+    const big = String((await must(service.url, 'POST', '/api/v1/webhooks', key, { url: `${receiverUrl}/big` }))['id']);
+    const small = String((await must(service.url, 'POST', '/api/v1/webhooks', key, { url: `${receiverUrl}/small` }))['id']);
+    service.kill('SIGTERM');
+    await service.exited;
+
+    console.error(`recording ${deliveries} deliveries into the log`);
+    const file = path.join(dataDir, 'events.sqlite');
+    await recordHistory(file, workspaceId, big, deliveries);
+    await recordHistory(file, workspaceId, small, SMALL);
+
+    let began = performance.now();
+    service = await group.start('first start (builds the index)', {});
+    const buildMs = Math.round(performance.now() - began);
+    console.error(`first start, the index built from the log: ${buildMs} ms`);
+    service.kill('SIGTERM');
+    await service.exited;
+    began = performance.now();
+    service = await group.start('second start (resumes the index)', {});
+    const resumeMs = Math.round(performance.now() - began);
+    console.error(`second start, the index resumed from its checkpoint: ${resumeMs} ms`);
+
+    const newest = Date.now() * 1000;
+    const oldest = newest - SPAN_US;
+    const url = service.url;
+    const timed = async (p: string): Promise<{ ms: number; body: Record<string, unknown> }> => {
+      const start = performance.now();
+      const sent = await send(url, { method: 'GET', path: p, token: key });
+      const ms = performance.now() - start;
+      if (sent.kind !== 'answer' || sent.answer.status !== 200) throw new Error(`GET ${p}: ${JSON.stringify(sent)}`);
+      return { ms, body: sent.answer.body as Record<string, unknown> };
+    };
+    const first = await timed(`/api/v1/webhooks/${big}/deliveries?page_size=100`);
+    if ((first.body['items'] as unknown[]).length !== 100) throw new Error('the big history is not listed');
+
+    let running = true;
+    const bigPages: number[] = [];
+    const smallPages: number[] = [];
+    const other: number[] = [];
+    let writes = 0;
+    const writer = (async () => {
+      for (let n = 0; running; n++) {
+        const next = performance.now() + 1000 / WRITES_PER_S;
+        await must(url, 'POST', '/api/v1/tickets', key, { subject: `t${n}`, contact: { email: `c${n % 100}@example.com` }, message: 'hello' });
+        writes++;
+        await sleep(Math.max(0, next - performance.now()));
+      }
+    })();
+    const readers = Array.from({ length: READERS }, async () => {
+      while (running) {
+        const page = await timed(`/api/v1/webhooks/${big}/deliveries${randomQuery(oldest, newest)}`);
+        bigPages.push(page.ms);
+        const cursor = page.body['next_cursor'];
+        if (typeof cursor === 'string') bigPages.push((await timed(`/api/v1/webhooks/${big}/deliveries?cursor=${cursor}`)).ms);
+        smallPages.push((await timed(`/api/v1/webhooks/${small}/deliveries`)).ms);
+      }
+    });
+    const unrelated = (async () => {
+      while (running) {
+        other.push((await timed('/api/v1/webhooks')).ms);
+        await sleep(20);
+      }
+    })();
+    await sleep(seconds * 1000);
+    const ceiling = quantiles(bareSelects(dataDir, big, oldest, newest, 5_000));
+    running = false;
+    await Promise.all([writer, unrelated, ...readers]);
+
+    const pages = quantiles(bigPages);
+    const few = quantiles(smallPages);
+    const unrelatedQ = quantiles(other);
+    console.error(`pages of ${deliveries} deliveries: p50 ${pages.p50} ms, p99 ${pages.p99} ms (${pages.n} pages)`);
+    console.error(`pages of ~${SMALL} deliveries:      p50 ${few.p50} ms, p99 ${few.p99} ms (${few.n} pages)`);
+    console.error(`unrelated GET /api/v1/webhooks meanwhile: p50 ${unrelatedQ.p50} ms, p99 ${unrelatedQ.p99} ms`);
+    console.error(`ceiling, the bare indexed select on the index file: p50 ${ceiling.p50} ms, p99 ${ceiling.p99} ms`);
+    console.error(`${writes} tickets written meanwhile (${WRITES_PER_S}/s); load average after: ${loadavg()[0]?.toFixed(2)}`);
+    return {
+      bench: 'deliveries-history',
+      deliveries,
+      filled: 'log (packed delivery records), indexed by the service',
+      seconds,
+      startup_build_index_ms: buildMs,
+      startup_resume_index_ms: resumeMs,
+      page_p50_ms: pages.p50,
+      page_p99_ms: pages.p99,
+      pages: pages.n,
+      small_history_page_p99_ms: few.p99,
+      unrelated_request_p99_ms: unrelatedQ.p99,
+      ceiling_select_p50_ms: ceiling.p50,
+      ceiling_select_p99_ms: ceiling.p99,
+      tickets_written_meanwhile: writes,
+    };
+  } catch (error) {
+    console.error(group.outputs());
+    throw error;
+  } finally {
+    await group.stopAll();
+    receiver.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+};

@@ -60,7 +60,7 @@ export const createMemoryDeliveryIndex = (): DeliveryIndex => {
     },
     async get(subscriptionId, deliveryId) {
       const entry = byId.get(deliveryId);
-      return entry?.delivery.subscriptionId === subscriptionId ? entry.delivery : undefined;
+      return entry?.delivery.subscriptionId === subscriptionId ? { delivery: entry.delivery, position: checkpoint.position } : undefined;
     },
     async checkpoint() {
       return checkpoint;

@@ -4,8 +4,9 @@
 // connection (openSqliteDeliveryHistory): WAL lets one writer and any readers work at once, so a page
 // read never waits for delivery work and delivery work never runs on the API's event loop.
 //
-// Layout. `deliveries` holds one row per delivery (WITHOUT ROWID, keyed by its id): the columns lists
-// filter and sort on, and the delivery as JSON. Each filter combination has its own index ending in
+// Layout. `deliveries` holds one row per delivery, in the order they were scheduled (the rowid, so a
+// new row is appended rather than inserted among a million by its random id), with its id (unique),
+// the columns lists filter and sort on, and the delivery as JSON. Each filter combination has its own index ending in
 // (created_at, id), the listing order, so a page is a range scan of `limit` entries whatever the
 // history's size: (sub), (sub, status), (sub, event_type), (sub, status, event_type). The others
 // serve the restart (waiting ones: a partial index; those of events after the fan-out checkpoint)
@@ -33,14 +34,15 @@ import {
 export const DELIVERY_HISTORY_FILE = 'delivery-history.sqlite';
 /** "SPDH" big-endian: marks a file as this index. */
 const APPLICATION_ID = 0x53504448;
-/** Applies per transaction at most. */
-const BATCH = 2_000;
+/** Deliveries written per transaction at most (a packed record holds many). */
+const BATCH = 5_000;
 
 const SCHEMA = `
 CREATE TABLE meta (id INTEGER PRIMARY KEY CHECK (id = 1), position INTEGER NOT NULL, fanned_out_through INTEGER NOT NULL);
 INSERT INTO meta VALUES (1, 0, 0);
 CREATE TABLE deliveries (
-  id TEXT PRIMARY KEY,
+  ord INTEGER PRIMARY KEY,
+  id TEXT NOT NULL UNIQUE,
   sub TEXT NOT NULL,
   workspace TEXT NOT NULL,
   status TEXT NOT NULL,
@@ -48,7 +50,7 @@ CREATE TABLE deliveries (
   event_position INTEGER NOT NULL,
   created_at INTEGER NOT NULL,
   json TEXT NOT NULL
-) WITHOUT ROWID;
+);
 CREATE INDEX d_sub ON deliveries (sub, created_at, id);
 CREATE INDEX d_sub_status ON deliveries (sub, status, created_at, id);
 CREATE INDEX d_sub_type ON deliveries (sub, event_type, created_at, id);
@@ -121,8 +123,13 @@ const historyReads = (db: Database.Database): Omit<DeliveryHistoryReader, 'close
       return { items, next: rows.length > query.limit && last !== undefined ? { createdAt: last.createdAt, id: last.id } : null };
     },
     async get(subscriptionId, deliveryId) {
-      const json = prepared('SELECT json FROM deliveries WHERE id = ? AND sub = ?').pluck().get(deliveryId, subscriptionId) as string | undefined;
-      return json === undefined ? undefined : deliveryOf(json);
+      // One read transaction: the row and the checkpoint of the same commit.
+      const read = db.transaction(() => {
+        const json = prepared('SELECT json FROM deliveries WHERE id = ? AND sub = ?').pluck().get(deliveryId, subscriptionId) as string | undefined;
+        const position = prepared('SELECT position FROM meta').pluck().get() as number;
+        return json === undefined ? undefined : { delivery: deliveryOf(json), position };
+      });
+      return read.deferred();
     },
   };
 };
@@ -197,6 +204,7 @@ export const openSqliteDeliveryIndex = (options: { readonly file: string; readon
     },
     apply(event) {
       if (event.position <= checkpoint.position) return;
+      let written = 1;
       write(() => {
         const change = indexChange(event, (id) => {
           const json = select.get(id) as string | undefined;
@@ -206,11 +214,12 @@ export const openSqliteDeliveryIndex = (options: { readonly file: string; readon
         if (change.kind === 'subscription_deleted') db.prepare('DELETE FROM deliveries WHERE sub = ?').run(change.subscriptionId);
         else {
           change.deliveries.forEach(put);
+          written = Math.max(1, change.deliveries.length);
           fannedOutThrough = Math.max(fannedOutThrough, change.fannedOutThrough);
         }
         checkpoint = { position: event.position, fannedOutThrough };
       });
-      writes.counted();
+      writes.counted(written);
     },
     async pending() {
       commit();

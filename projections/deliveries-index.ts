@@ -47,10 +47,18 @@ export interface HistoryPage {
   readonly next: HistoryKey | null;
 }
 
+export interface DeliveryAsOf {
+  readonly delivery: Delivery;
+  readonly position: number;
+}
+
 export interface DeliveryHistoryReader {
   page(query: HistoryQuery): Promise<HistoryPage>;
-  /** One delivery of the subscription, undefined when unknown or pruned. */
-  get(subscriptionId: string, deliveryId: string): Promise<Delivery | undefined>;
+  /**
+   * One delivery of the subscription (undefined when unknown or pruned), with the log position the
+   * index had applied when it was read: the records after it may have changed it since.
+   */
+  get(subscriptionId: string, deliveryId: string): Promise<DeliveryAsOf | undefined>;
   close(): Promise<void>;
 }
 

@@ -1,5 +1,5 @@
 // One SQLite write transaction at a time for a projection store: opened by the first write, committed
-// on the next macrotask or after `batch` counted applies, so a catch-up commits once per page of the
+// on the next macrotask or after `batch` counted writes, so a catch-up commits once per page of the
 // log rather than once per event. A failed write or commit rolls the transaction back and throws what
 // the store's `failed` makes of the error (a ProjectionReset: its runners resume from the file's checkpoints).
 import type Database from 'better-sqlite3';
@@ -7,8 +7,8 @@ import type Database from 'better-sqlite3';
 export interface BatchedWrites {
   /** Runs `run` in the open transaction (opening one when none is). */
   write<T>(run: () => T): T;
-  /** Counts one apply; commits once `batch` are counted. */
-  counted(): void;
+  /** Counts `count` writes (default one apply); commits once `batch` are counted. */
+  counted(count?: number): void;
   /** Commits the open transaction now (its checkpoint written first by `beforeCommit`). */
   commit(): void;
 }
@@ -54,8 +54,9 @@ export const batchedWrites = (
         throw failed(error);
       }
     },
-    counted() {
-      if (++applied >= options.batch) commit();
+    counted(count = 1) {
+      applied += count;
+      if (applied >= options.batch) commit();
     },
     commit,
   };

@@ -1,10 +1,10 @@
 // The delivery routes of servers without a dispatcher (ROLE=api, and the embedded main thread whose
 // dispatcher runs in a worker thread): pages of history from the delivery-history index, and a manual
-// retry validated against the log and recorded in it as the same step a dispatcher records; the
+// retry decided on the index and the records since, and recorded in the log as the same step a dispatcher records; the
 // dispatchers pick the request up from the log (src/bus/webhook-source.ts).
 import * as path from 'node:path';
 import { left, right } from 'fp-ts/lib/Either.js';
-import { deliveryAggregate, foldDeliveries, packSteps } from '../../domain/delivery/delivery.js';
+import { DELIVERY_RECORDED, deliveryAggregate, packSteps, unpackSteps } from '../../domain/delivery/delivery.js';
 import { deliveryStream, recordedEventId } from '../../domain/delivery/ids.js';
 import { domainError } from '../../domain/errors.js';
 import type { Core } from '../../app/core.js';
@@ -18,14 +18,21 @@ import { createHistoryIndexer } from './history-index.js';
 import { deliveryRoutes, type RetryDelivery } from './routes.js';
 
 /**
- * Same answers as the dispatcher's retry. Idempotent by delivery id and round: the step's log event id
- * is derived from them, so a concurrent request for the same round is dropped by the log.
+ * A manual retry decided on the delivery as the log has it now: as the index read it, with the
+ * records the index had not applied yet folded on top (a few, while it keeps up), never the whole
+ * history. A delivery the index no longer has (past retention) is not found. Idempotent by delivery id
+ * and round: the step's log event id is derived from them, so a concurrent request for the same
+ * round is dropped by the log.
  */
 export const recordRetryRequest =
-  (log: EventLog, clock: MicrosClock): RetryDelivery =>
+  (history: DeliveryHistoryReader, log: EventLog, clock: MicrosClock): RetryDelivery =>
   async (subscription, deliveryId) => {
-    const delivery = foldDeliveries(await log.readStream(deliveryStream(subscription.id))).get(deliveryId);
-    if (delivery === undefined) return null;
+    const indexed = await history.get(subscription.id, deliveryId);
+    if (indexed === undefined) return null;
+    const stream = deliveryStream(subscription.id);
+    const since = (await log.readAll({ after: indexed.position, types: [DELIVERY_RECORDED] })).filter((event) => event.stream === stream);
+    const steps = since.flatMap(unpackSteps).filter((step) => step.data['delivery_id'] === deliveryId);
+    const delivery = steps.reduce(deliveryAggregate.evolve, indexed.delivery) ?? indexed.delivery;
     // As the dispatcher: a waiting delivery is refused as such before the subscription's state is looked at.
     if (delivery.status !== 'waiting' && !subscription.isActive) {
       return left(domainError('CONFLICT', 'Webhook is inactive: activate it first', { webhook_id: subscription.id }));
@@ -33,7 +40,7 @@ export const recordRetryRequest =
     const result = deliveryAggregate.decide({ kind: 'retry', at: clock() }, delivery);
     if (result._tag === 'Left') return result;
     const packed = packSteps(result.right);
-    await log.append(deliveryStream(subscription.id), [{ id: recordedEventId(result.right), type: packed.type, workspaceId: subscription.workspaceId, data: packed.data }], 'any');
+    await log.append(stream, [{ id: recordedEventId(result.right), type: packed.type, workspaceId: subscription.workspaceId, data: packed.data }], 'any');
     return right(result.right.reduce(deliveryAggregate.evolve, delivery) ?? delivery);
   };
 
@@ -74,7 +81,7 @@ export const deliveryHistoryFrom =
     });
     const history = source(core);
     return {
-      routes: deliveryRoutes({ history: history.reader, subscriptions: directory, retry: recordRetryRequest(core.log, core.clock) }),
+      routes: deliveryRoutes({ history: history.reader, subscriptions: directory, retry: recordRetryRequest(history.reader, core.log, core.clock) }),
       start: history.start,
       stop: history.stop,
     };

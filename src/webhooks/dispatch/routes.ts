@@ -120,7 +120,7 @@ export const deliveryView = (d: Delivery): t.TypeOf<typeof DeliveryView> => ({
   })),
 });
 
-/** Manual retry of a failed or cancelled delivery: a new round of attempts, the first one now. Null when there is no such delivery. */
+/** Manual retry of a failed or cancelled delivery: a new round of attempts, the first one now. Null when there is no such delivery (or it is past retention). */
 export type RetryDelivery = (subscription: SubscriptionRow, deliveryId: string) => Promise<Either<DomainError, Delivery> | null>;
 
 /** `retry`: a request recorded in the log for the dispatchers (history.ts). */
@@ -152,10 +152,7 @@ export const deliveryRoutes = (deps: { history: DeliveryHistoryReader; subscript
 
       router.post('/webhooks/:webhookId/deliveries/:deliveryId/retry', async (ctx) => {
         const subscription = subscriptionOf(ctx);
-        const deliveryId = String(ctx.params['deliveryId']);
-        // Past the retention a delivery is no longer in the history, and no longer retried.
-        if ((await deps.history.get(subscription.id, deliveryId)) === undefined) throw notFound('Delivery');
-        const result = await deps.retry(subscription, deliveryId);
+        const result = await deps.retry(subscription, String(ctx.params['deliveryId']));
         if (result === null) throw notFound('Delivery');
         if (result._tag === 'Left') throw business(result.left);
         ctx.status = 202;

@@ -10,7 +10,6 @@
 // and of an unrelated request (GET /api/v1/webhooks) sent meanwhile. The ceiling, measured in the
 // same run: the bare SQLite indexed select behind a page, on the index file, from this process.
 // `npm run bench -- deliveries-history [--long]`.
-import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
@@ -18,72 +17,23 @@ import { loadavg, tmpdir } from 'node:os';
 import * as path from 'node:path';
 import Database from 'better-sqlite3';
 import { DELIVERY_HISTORY_FILE } from '../../projections/deliveries-index-sqlite.js';
-import { packSteps } from '../../src/domain/delivery/delivery.js';
-import { deliveryStream } from '../../src/domain/delivery/ids.js';
 import { isoMicros } from '../../src/domain/envelope.js';
-import type { JsonObject } from '../../src/log/event-log.js';
-import { openSqliteLog } from '../../src/log/sqlite.js';
 import { createProcessGroup } from '../../test/support/processes.js';
 import { send } from '../torture/http.js';
+import { DELIVERY_EVENT_TYPES as TYPES, HISTORY_SPAN_US as SPAN_US, recordHistory } from './delivery-records.js';
 import { quantiles } from './quantiles.js';
 
 const ADMIN = 'bench-admin';
-const PER_RECORD = 100;
-const RECORDS_PER_APPEND = 10;
-const SPAN_US = 20 * 86_400_000_000;
-const TYPES = ['ticket.created', 'ticket.updated', 'message.created', 'contact.updated'];
 const READERS = 4;
 const WRITES_PER_S = 20;
 const SMALL = 10;
 
-const hex = () => randomBytes(16).toString('hex');
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 const must = async (url: string, method: string, p: string, token: string, body?: unknown) => {
   const sent = await send(url, { method, path: p, token, ...(body === undefined ? {} : { body }) });
   if (sent.kind !== 'answer' || sent.answer.status >= 300) throw new Error(`${method} ${p}: ${JSON.stringify(sent)}`);
   return sent.answer.body as Record<string, unknown>;
-};
-
-/** One settled delivery's steps, as the dispatcher records them: mostly delivered, some failed, a few cancelled. */
-const deliverySteps = (subscriptionId: string, n: number, createdAt: number, fanned: number): { type: string; data: JsonObject }[] => {
-  const id = hex();
-  const scheduled = {
-    type: 'delivery.scheduled',
-    data: { delivery_id: id, subscription_id: subscriptionId, event_id: hex(), event_type: TYPES[n % TYPES.length] as string, event_position: fanned, fanned_out_through: fanned, scheduled_at: createdAt },
-  };
-  if (n % 50 === 0) return [scheduled, { type: 'delivery.cancelled', data: { delivery_id: id, round: 1, reason: 'subscription_inactive', cancelled_at: createdAt + 1 } }];
-  const delivered = n % 12 !== 0;
-  const attempted = {
-    delivery_id: id,
-    round: 1,
-    attempt: 1,
-    delivered,
-    status_code: delivered ? 200 : 500,
-    error: delivered ? null : 'http 500',
-    latency_ms: 12,
-    attempted_at: createdAt + 20_000,
-    next_attempt_at: null,
-  };
-  return [scheduled, { type: 'delivery.attempted', data: attempted }];
-};
-
-/** `count` deliveries of the subscription appended to the log, oldest first, created over the last 20 days. */
-const recordHistory = async (file: string, workspaceId: string, subscriptionId: string, count: number): Promise<void> => {
-  const log = openSqliteLog({ file, shared: true });
-  const fanned = await log.headPosition();
-  const now = Date.now() * 1000;
-  for (let n = 0; n < count; ) {
-    const events = [];
-    for (let r = 0; r < RECORDS_PER_APPEND && n < count; r++) {
-      const steps = [];
-      for (let d = 0; d < PER_RECORD && n < count; d++, n++) steps.push(...deliverySteps(subscriptionId, n, now - SPAN_US + Math.floor((n * SPAN_US) / count), fanned));
-      events.push({ id: hex(), workspaceId, ...packSteps(steps) });
-    }
-    await log.append(deliveryStream(subscriptionId), events, 'any');
-    if (n % 100_000 === 0) console.error(`  ${n} deliveries recorded`);
-  }
-  await log.close();
 };
 
 /** A page query of the big subscription, at random: the shapes integrators send. */

@@ -1,9 +1,11 @@
 // Start-up benchmark: how long the embedded service takes to start and serve its read models over a
 // log of real tickets, then over the same log after a long delivery history at its end was deleted
-// (what deleting a webhook subscription leaves), beside the ceiling: one plain read of the whole log
-// through the port, which any start-up that rebuilds from the log must at least do.
-// `npm run bench -- startup [--long]`: 1,000 tickets and a deleted tail of 50,000 events (5,000 and
-// 200,000 with --long).
+// (what deleting a webhook subscription leaves), then with a delivery history that is kept (a live
+// subscription's settled deliveries), started twice: the first start after the history was recorded
+// and the next one. Beside them the ceiling: one plain read of the whole log through the port, which
+// any start-up that rebuilds from the log must at least do.
+// `npm run bench -- startup [--long]`: 1,000 tickets, a deleted tail of 50,000 events and a kept
+// history of 200,000 deliveries (5,000, 200,000 and 1,000,000 with --long).
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -11,6 +13,7 @@ import * as path from 'node:path';
 import { loadConfig } from '../../src/config/config.js';
 import { openSqliteLog } from '../../src/log/sqlite.js';
 import { startService } from '../../src/service.js';
+import { recordHistory } from './delivery-records.js';
 
 const ADMIN = 'bench-admin';
 const WRITERS = 16;
@@ -54,6 +57,7 @@ const timeRead = async (file: string): Promise<{ ms: number; events: number }> =
 export const run = async ({ long }: { long: boolean }) => {
   const tickets = long ? 5_000 : 1_000;
   const deleted = long ? 200_000 : 50_000;
+  const kept = long ? 1_000_000 : 200_000;
   const dataDir = mkdtempSync(path.join(tmpdir(), 'bench-startup-'));
   const file = path.join(dataDir, 'events.sqlite');
   console.log(`load average before: ${loadavg()[0]?.toFixed(2)}`);
@@ -70,6 +74,8 @@ export const run = async ({ long }: { long: boolean }) => {
         }
       }),
     );
+    // Created last: no event after it, so the only deliveries it has are the history recorded below.
+    const subscription = await json(`${service.url}/api/v1/webhooks`, 'POST', key, { url: 'https://example.com/hook' });
     await service.close();
 
     const intact = await timeStart(dataDir, key, tickets);
@@ -89,8 +95,25 @@ export const run = async ({ long }: { long: boolean }) => {
     const withDeletedTail = await timeStart(dataDir, key, tickets);
     console.log(`the same log after a tail of ${deleted} events was deleted`);
     console.log(`  start-up until every ticket is listed  ${String(withDeletedTail).padStart(6)} ms`);
+
+    await recordHistory(file, String(workspace.workspace_id), String(subscription.id), kept);
+    const historyFirst = await timeStart(dataDir, key, tickets);
+    const historyAgain = await timeStart(dataDir, key, tickets);
+    console.log(`the same log with a kept history of ${kept} settled deliveries (packed 100 to a log event)`);
+    console.log(`  first start after it was recorded      ${String(historyFirst).padStart(6)} ms`);
+    console.log(`  the next start                         ${String(historyAgain).padStart(6)} ms`);
     console.log(`load average after: ${loadavg()[0]?.toFixed(2)}`);
-    return { tickets, log_events: read.events, deleted_tail_events: deleted, startup_ms: intact, startup_deleted_tail_ms: withDeletedTail, ceiling_read_ms: read.ms };
+    return {
+      tickets,
+      log_events: read.events,
+      deleted_tail_events: deleted,
+      kept_history_deliveries: kept,
+      startup_ms: intact,
+      startup_deleted_tail_ms: withDeletedTail,
+      startup_kept_history_first_ms: historyFirst,
+      startup_kept_history_again_ms: historyAgain,
+      ceiling_read_ms: read.ms,
+    };
   } finally {
     rmSync(dataDir, { recursive: true, force: true });
   }

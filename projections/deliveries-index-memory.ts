@@ -42,6 +42,11 @@ export const createMemoryDeliveryIndex = (): DeliveryIndex => {
     byId.set(delivery.id, entry);
   };
 
+  const forget = (subscriptionId: string): void => {
+    for (const key of bySubscription.get(subscriptionId) ?? []) byId.delete(key.id);
+    bySubscription.delete(subscriptionId);
+  };
+
   return {
     async page(query) {
       const keys = bySubscription.get(query.subscriptionId) ?? [];
@@ -69,10 +74,8 @@ export const createMemoryDeliveryIndex = (): DeliveryIndex => {
       if (event.position <= checkpoint.position) return;
       const change = indexChange(event, (id) => byId.get(id)?.delivery);
       let { fannedOutThrough } = checkpoint;
-      if (change.kind === 'subscription_deleted') {
-        for (const key of bySubscription.get(change.subscriptionId) ?? []) byId.delete(key.id);
-        bySubscription.delete(change.subscriptionId);
-      } else {
+      if (change.kind === 'subscription_deleted') forget(change.subscriptionId);
+      else {
         change.deliveries.forEach(put);
         fannedOutThrough = Math.max(fannedOutThrough, change.fannedOutThrough);
       }
@@ -89,6 +92,7 @@ export const createMemoryDeliveryIndex = (): DeliveryIndex => {
       old.forEach(({ delivery }) => remove(delivery));
       return old.length;
     },
+    forget: async (subscriptionId) => forget(subscriptionId),
     async clear() {
       byId.clear();
       bySubscription.clear();

@@ -163,6 +163,7 @@ export const openSqliteDeliveryIndex = (options: { readonly file: string; readon
     `INSERT INTO deliveries (id, sub, workspace, status, event_type, event_position, created_at, json) VALUES (@id, @sub, @workspace, @status, @eventType, @eventPosition, @createdAt, @json)
      ON CONFLICT (id) DO UPDATE SET status = excluded.status, json = excluded.json`,
   );
+  const forget = db.prepare('DELETE FROM deliveries WHERE sub = ?');
   const readMeta = db.prepare('SELECT position, fanned_out_through AS fannedOutThrough FROM meta');
   const saveMeta = db.prepare('UPDATE meta SET position = ?, fanned_out_through = ?');
   let checkpoint = readMeta.get() as IndexCheckpoint;
@@ -211,7 +212,7 @@ export const openSqliteDeliveryIndex = (options: { readonly file: string; readon
           return json === undefined ? undefined : deliveryOf(json);
         });
         let { fannedOutThrough } = checkpoint;
-        if (change.kind === 'subscription_deleted') db.prepare('DELETE FROM deliveries WHERE sub = ?').run(change.subscriptionId);
+        if (change.kind === 'subscription_deleted') forget.run(change.subscriptionId);
         else {
           change.deliveries.forEach(put);
           written = Math.max(1, change.deliveries.length);
@@ -237,6 +238,9 @@ export const openSqliteDeliveryIndex = (options: { readonly file: string; readon
       });
       commit();
       return pruned;
+    },
+    async forget(subscriptionId) {
+      write(() => forget.run(subscriptionId));
     },
     async clear() {
       write(() => {

@@ -86,6 +86,8 @@ export interface DeliveryIndex extends DeliveryHistoryReader {
    * replayed fan-out must find them known, or it would deliver them again).
    */
   prune(before: number, limit: number): Promise<number>;
+  /** Drops a deleted subscription's history (its deletion marker may be gone from the log before the runner reads it). */
+  forget(subscriptionId: string): Promise<void>;
   /** Drops everything and the checkpoint (the index was built from another log). */
   clear(): Promise<void>;
 }

@@ -32,7 +32,14 @@ const core = backgroundCore(config, log, systemMicros);
 let dispatcher: Dispatcher | null = null;
 const source: EventSource = (options) => {
   dispatcher = options.dispatcher;
-  return withRetryRequests(createLogTail)({ ...options, restore: indexer.pending });
+  const restore = async () => {
+    const pending = await indexer.pending();
+    // The history of subscriptions deleted while no thread was looking (their marker gone with their stream).
+    const gone = new Set(pending.deliveries.filter((p) => options.subscriptions.get(p.workspaceId, p.delivery.subscriptionId) === undefined).map((p) => p.delivery.subscriptionId));
+    for (const subscriptionId of gone) await index.forget(subscriptionId);
+    return pending;
+  };
+  return withRetryRequests(createLogTail)({ ...options, restore });
 };
 const engine = webhooksWithDelivery(source)(core);
 const send = (message: FromWorker): void => port.postMessage(message);
@@ -49,6 +56,7 @@ port.on('message', (message: ToWorker) => {
     const { subscriptionId } = message;
     // Its attempts in flight are cancelled before its first await: the DELETE may answer now.
     dispatcher?.subscriptionDeleted(subscriptionId).catch((error: unknown) => console.error(`webhook ${subscriptionId}: deleting its delivery history:`, error));
+    index.forget(subscriptionId).catch((error: unknown) => console.error(`webhook ${subscriptionId}: dropping its delivery history from the index:`, error));
     return pong(message.id);
   }
   stopping ??= (async () => {

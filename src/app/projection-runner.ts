@@ -265,7 +265,8 @@ export const createProjectionTail = (log: EventLog): ProjectionTail => {
         return;
       }
       const reached = head;
-      const events = await log.readAll({ after: from, limit: CATCH_UP_PAGE });
+      // Only the member's types: the log skips the rest (delivery records are most of a busy log) unparsed.
+      const events = await log.readAll({ after: from, limit: CATCH_UP_PAGE, types: member.spec.types });
       if (!members.has(member) || member.run !== run) return;
       if (events.length === 0) {
         member.progress.advance(reached);

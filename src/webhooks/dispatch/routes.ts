@@ -2,8 +2,10 @@
 // a failed or cancelled delivery. Both answer 404 (short form) for another project's subscription.
 // The history is read from the delivery-history index (projections/deliveries-index.ts), a page at a
 // time with an opaque cursor: a page costs the same at ten deliveries and at millions.
+import type { Either } from 'fp-ts/lib/Either.js';
 import * as t from 'io-ts';
 import type { Delivery } from '../../domain/delivery/delivery.js';
+import type { DomainError } from '../../domain/errors.js';
 import { isoMicros } from '../../domain/envelope.js';
 import { business, invalid, notFound } from '../../http/api-error.js';
 import type { ApiRouter, RouteModule } from '../../http/app.js';
@@ -14,8 +16,6 @@ import { boundedInt, decode, text } from '../../http/validation.js';
 import type { DeliveryHistoryReader, HistoryKey } from '../../../projections/deliveries-index.js';
 import { webhookNotFound } from '../routes.js';
 import type { SubscriptionDirectory, SubscriptionRow } from '../subscriptions.js';
-import type { Either } from 'fp-ts/lib/Either.js';
-import type { DomainError } from '../../domain/errors.js';
 
 const ISO = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,6}))?(Z|[+-]\d\d:\d\d)?$/;
 

@@ -1,6 +1,7 @@
 // The message read model: one row per message, listed per ticket in creation order.
 import type { SenderType } from '../src/domain/catalogue.js';
 import type { MediaItem } from '../src/domain/ticket/commands.js';
+import { REACTION_WITHDRAWN } from '../src/domain/ticket/state.js';
 import { textOf, type DocumentProjection } from './tickets-store.js';
 
 export interface Reaction {
@@ -28,7 +29,7 @@ const withoutReactor = (row: MessageRow, reactorId: unknown): readonly Reaction[
 export const messageProjection: DocumentProjection<MessageRow> = {
   name: 'ticket-messages',
   version: 1,
-  types: ['message.created', 'message.edited', 'message.reaction.added', 'message.reaction.removed'],
+  types: ['message.created', 'message.edited', 'message.reaction.added', 'message.reaction.removed', REACTION_WITHDRAWN],
   filters: [],
   keyOf: ({ data }) => textOf(data['message_id']),
   evolve(row, { type, data }) {
@@ -56,6 +57,7 @@ export const messageProjection: DocumentProjection<MessageRow> = {
         return { ...row, reactions: [...withoutReactor(row, data['reactor_id']), reaction] };
       }
       case 'message.reaction.removed':
+      case REACTION_WITHDRAWN:
         return { ...row, reactions: withoutReactor(row, data['reactor_id']) };
       default:
         return row;

@@ -154,6 +154,16 @@ describe('ticket aggregate', () => {
     expect(events(decide(fold(reacted, removed), { kind: 'remove_reaction', messageId: 'm1', reactorId: 'v1' }))).to.deep.equal([]);
   });
 
+  it("takes an operator's reaction back without message.reaction.removed, which the catalogue keeps for widget visitors", () => {
+    const reacted = fold(created(), events(decide(created(), { kind: 'add_reaction', messageId: 'm1', reactorKind: 'operator', reactorId: 'o2', emoji: '👍' })));
+    const withdrawn = events(decide(reacted, { kind: 'remove_reaction', messageId: 'm1', reactorId: 'o2' }));
+    expect(withdrawn).to.deep.equal([{ type: 'message.reaction.withdrawn', data: { message_id: 'm1', reactor_id: 'o2' } }]);
+    // Gone from the state: taking it back again decides nothing, adding it again is a new reaction.
+    const after = fold(reacted, withdrawn);
+    expect(events(decide(after, { kind: 'remove_reaction', messageId: 'm1', reactorId: 'o2' }))).to.deep.equal([]);
+    expect(events(decide(after, { kind: 'add_reaction', messageId: 'm1', reactorKind: 'operator', reactorId: 'o2', emoji: '👍' })).map((e) => e.type)).to.deep.equal(['message.reaction.added']);
+  });
+
   it('assigns (to in_progress), transfers and force-takes', () => {
     const assigned = events(decide(created(), { kind: 'assign', operatorId: 'o1', operatorName: 'Ann', operatorAvatarUrl: null }));
     expectCatalogue(assigned);

@@ -6,7 +6,7 @@ import { isoMicros } from '../envelope.js';
 import { domainError, type DomainError } from '../errors.js';
 import type { CommandOf, NewMessage } from './commands.js';
 import { internalEvent, publicEvent, ticketUpdated } from './events.js';
-import { isSystemMessage, TICKET_CHANGED, type MessageState, type TicketState } from './state.js';
+import { isSystemMessage, REACTION_WITHDRAWN, TICKET_CHANGED, type MessageState, type TicketState } from './state.js';
 import { REOPENED_BY_CONTACT_REPLY } from './transitions.js';
 import { ownEntry } from '../own-entry.js';
 
@@ -70,13 +70,17 @@ export const decideEditMessage = (c: CommandOf<'edit_message'>, state: TicketSta
 export const decideAddReaction = (c: CommandOf<'add_reaction'>, state: TicketState): Decision =>
   withMessage(state, c.ticketId, c.messageId, (m) =>
     right(
-      ownEntry(m.reactions, c.reactorId) === c.emoji
+      ownEntry(m.reactions, c.reactorId)?.emoji === c.emoji
         ? []
         : [publicEvent('message.reaction.added', { message_id: c.messageId, reactor_kind: c.reactorKind, reactor_id: c.reactorId, emoji: c.emoji })],
     ),
   );
 
+/** The catalogue's message.reaction.removed is for a widget visitor's reaction; an operator's is taken back internally. */
 export const decideRemoveReaction = (c: CommandOf<'remove_reaction'>, state: TicketState): Decision =>
-  withMessage(state, c.ticketId, c.messageId, (m) =>
-    right(ownEntry(m.reactions, c.reactorId) === undefined ? [] : [publicEvent('message.reaction.removed', { message_id: c.messageId, reactor_id: c.reactorId })]),
-  );
+  withMessage(state, c.ticketId, c.messageId, (m) => {
+    const reaction = ownEntry(m.reactions, c.reactorId);
+    const data = { message_id: c.messageId, reactor_id: c.reactorId };
+    if (reaction === undefined) return right([]);
+    return right([reaction.kind === 'visitor' ? publicEvent('message.reaction.removed', data) : internalEvent(REACTION_WITHDRAWN, data)]);
+  });

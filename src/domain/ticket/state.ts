@@ -9,6 +9,10 @@ import { ownEntry } from '../own-entry.js';
 export const TICKET_OPENED = 'ticket.opened';
 /** Internal: the new values of a change whose public ticket.updated carries only ids. */
 export const TICKET_CHANGED = 'ticket.changed';
+/** Internal: an operator's reaction taken back; the catalogue's message.reaction.removed is a widget visitor's only. */
+export const REACTION_WITHDRAWN = 'message.reaction.withdrawn';
+
+export type ReactorKind = 'visitor' | 'operator';
 
 export interface MessageState {
   readonly senderType: SenderType;
@@ -16,8 +20,8 @@ export interface MessageState {
   readonly isInternal: boolean;
   readonly content: string;
   readonly hasMedia: boolean;
-  /** reactor_id → emoji: one reaction per reactor and message. */
-  readonly reactions: Readonly<Record<string, string>>;
+  /** reactor_id → its reaction: one per reactor and message. */
+  readonly reactions: Readonly<Record<string, { readonly emoji: string; readonly kind: ReactorKind }>>;
 }
 
 export interface TicketState {
@@ -100,9 +104,12 @@ export const evolveTicket: Aggregate<TicketState, unknown>['evolve'] = (state, {
     }
     case 'message.edited':
       return withMessage(state, str(data['message_id']), (m) => ({ ...m, content: str(data['content']) }));
-    case 'message.reaction.added':
-      return withMessage(state, str(data['message_id']), (m) => ({ ...m, reactions: { ...m.reactions, [str(data['reactor_id'])]: str(data['emoji']) } }));
+    case 'message.reaction.added': {
+      const reaction = { emoji: str(data['emoji']), kind: data['reactor_kind'] === 'operator' ? ('operator' as const) : ('visitor' as const) };
+      return withMessage(state, str(data['message_id']), (m) => ({ ...m, reactions: { ...m.reactions, [str(data['reactor_id'])]: reaction } }));
+    }
     case 'message.reaction.removed':
+    case REACTION_WITHDRAWN:
       return withMessage(state, str(data['message_id']), (m) => {
         const { [str(data['reactor_id'])]: _removed, ...rest } = m.reactions;
         return { ...m, reactions: rest };

@@ -1,10 +1,11 @@
 // After a key rotation, every secret still sealed with a previous key (or in the format before key
-// ids) is sealed again with the current one, so the previous key can then leave
-// WEBHOOK_PREVIOUS_SECRET_KEYS. Each goes through the command handler with the sealed value it read:
-// of several processes resealing at once, one writes and the others find nothing left to do.
+// ids) is sealed again with the current one, with the secret a rotation replaced while it is valid,
+// so the previous key can then leave WEBHOOK_PREVIOUS_SECRET_KEYS. Each goes through the command
+// handler with the sealed values it read: of several processes resealing at once, one writes and the
+// others find nothing left to do.
 import type { Core } from '../app/core.js';
 import type { SecretBox } from './secrets.js';
-import { runSubscriptionCommand, secretContext, type SubscriptionReadModel } from './subscriptions.js';
+import { runSubscriptionCommand, secretContext, type SealedSecret, type SubscriptionReadModel } from './subscriptions.js';
 
 export interface Resealed {
   /** Sealed again by this call. */
@@ -22,10 +23,14 @@ export const resealSecrets = async (
 ): Promise<Resealed> => {
   let resealed = 0;
   let failed = 0;
-  for (const { workspaceId, id, secret, sealed } of directory.secrets().filter((s) => secrets.needsResealing(s.sealed))) {
+  const stale = (s: SealedSecret): boolean => secrets.needsResealing(s.sealed) || (s.sealedPrevious !== null && secrets.needsResealing(s.sealedPrevious));
+  for (const { workspaceId, id, secrets: clear, sealed, sealedPrevious } of directory.secrets().filter(stale)) {
     if (stopping()) break;
+    const context = secretContext(workspaceId, id);
+    // The previous secret of a rotation's grace period too (the directory leaves out one whose period is over).
+    const previous = clear.previous === null || sealedPrevious === null ? {} : { previous: { from: sealedPrevious, to: secrets.encrypt(clear.previous.secret, context) } };
     try {
-      const result = await runSubscriptionCommand(core, workspaceId, id, { kind: 'reseal', from: sealed, to: secrets.encrypt(secret, secretContext(workspaceId, id)) });
+      const result = await runSubscriptionCommand(core, workspaceId, id, { kind: 'reseal', from: sealed, to: secrets.encrypt(clear.current, context), ...previous });
       // A refusal (deleted meanwhile) or no event (resealed by another process) is not ours to count.
       if (result._tag === 'Right' && result.right.records.length > 0) resealed += 1;
     } catch (error) {

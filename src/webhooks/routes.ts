@@ -1,11 +1,14 @@
-// Webhook management (spec "Webhook management", rules 1-6): create, list, patch, delete and the
-// synchronous test delivery. Routes decode, run a subscription command, and shape the answer.
+// Webhook management (spec "Webhook management", rules 1-6): create, list, patch, delete, the
+// synchronous test delivery, and (beyond the contract) secret rotation with a grace period. Routes
+// decode, run a subscription command, and shape the answer.
 import * as t from 'io-ts';
 import type { Core } from '../app/core.js';
 import { loadState, type CommandResult } from '../app/command-handler.js';
 import { envelopeOf, isoLocal } from '../domain/envelope.js';
 import { domainError, type DomainError } from '../domain/errors.js';
 import {
+  DEFAULT_GRACE_SECONDS,
+  MAX_GRACE_SECONDS,
   WEBHOOK_TEST_EVENT,
   WebhookTestData,
   subscriptionAggregate,
@@ -20,7 +23,7 @@ import { answer, refusal, type Operation } from '../http/operations.js';
 import { decode, jsonInt, text } from '../http/validation.js';
 import { newWebhookSecret, type SecretBox } from './secrets.js';
 import type { Sender } from './sender.js';
-import { sign } from './signature.js';
+import { signatureHeaders, type SigningSecrets } from './signature.js';
 import { createSubscriptionSlots } from './slots.js';
 import { runSubscriptionCommand, secretContext, type SubscriptionDirectory } from './subscriptions.js';
 
@@ -44,6 +47,8 @@ const Description = text(2000);
 const Create = t.intersection([t.type({ url: Url }), t.partial({ events: Events, description: Description })]);
 const Patch = t.partial({ url: Url, events: Events, description: Description, is_active: t.boolean });
 const Params = t.type({ webhook_id: t.string });
+const Rotate = t.partial({ grace_period_seconds: jsonInt(0, MAX_GRACE_SECONDS, `integer 0..${MAX_GRACE_SECONDS} (seconds; default ${DEFAULT_GRACE_SECONDS})`) });
+const Rotated = t.type({ webhook_id: t.string, secret: t.string, previous_secret_expires_at: t.string });
 
 const TEST_MESSAGE = 'Test event: if you can read this, your endpoint receives webhooks.';
 
@@ -59,6 +64,7 @@ const TestResult = t.type({
 });
 
 export const webhookNotFound = refusal(404, 'short', 'Webhook not found');
+const secretsDoNotOpen = refusal(503, 'business', "SERVICE_UNAVAILABLE: the subscription's secret does not open with this server's keys");
 const unknownEvents = refusal(422, 'business', 'VALIDATION_ERROR: unknown event names (detail.unknown, detail.valid)');
 
 const operations: readonly Operation[] = [
@@ -84,7 +90,17 @@ const operations: readonly Operation[] = [
     path: '/webhooks/:webhook_id/test',
     summary: 'Send one webhook.test delivery now, once, and report how it went',
     params: Params,
-    answers: [answer(200, 'The result of the one attempt', TestResult), webhookNotFound, refusal(503, 'business', "SERVICE_UNAVAILABLE: the subscription's secret does not open with this server's keys")],
+    answers: [answer(200, 'The result of the one attempt', TestResult), webhookNotFound, secretsDoNotOpen],
+  },
+  {
+    method: 'post',
+    path: '/webhooks/:webhook_id/secret/rotate',
+    summary:
+      'Replace the signing secret; the new one is shown only here. The replaced one stays valid for the grace period (default 24 h, 0 ends it at once): ' +
+      'webhook-signature carries both, X-Webhook-Signature keeps the replaced one until the period ends. A rotation during a grace period ends the older secret at once.',
+    params: Params,
+    body: Rotate,
+    answers: [answer(200, 'The new secret, and when the replaced one stops signing', Rotated), webhookNotFound, secretsDoNotOpen],
   },
 ];
 
@@ -120,16 +136,23 @@ export const webhookRoutes = (core: Core, deps: WebhookRouteDeps): RouteModule =
     return result.right;
   };
 
-  /** The subscription as the log holds it now, with its secret; 404 for another workspace's. */
-  const current = async (workspaceId: string, id: string) => {
-    const { evolve, initial } = subscriptionAggregate(workspaceId);
-    const { state } = await loadState(core.log, subscriptionStream(id), evolve, initial);
-    if (!state.exists || state.workspaceId !== workspaceId) throw notFound('Webhook');
+  /** A sealed secret of the subscription in clear; 503 when no key of this server opens it. */
+  const opened = (workspaceId: string, id: string, sealed: string): string => {
     try {
-      return { state, secret: deps.secrets.decrypt(state.secretEncrypted, secretContext(workspaceId, id)) };
+      return deps.secrets.decrypt(sealed, secretContext(workspaceId, id));
     } catch {
       throw secretUnavailable();
     }
+  };
+
+  /** The subscription as the log holds it now, with its secrets; 404 for another workspace's. */
+  const current = async (workspaceId: string, id: string): Promise<{ state: SubscriptionState; secrets: SigningSecrets }> => {
+    const { evolve, initial } = subscriptionAggregate(workspaceId);
+    const { state } = await loadState(core.log, subscriptionStream(id), evolve, initial);
+    if (!state.exists || state.workspaceId !== workspaceId) throw notFound('Webhook');
+    const { previousSecret } = state;
+    const previous = previousSecret === null || previousSecret.expiresAt <= core.clock() ? null : { ...previousSecret, secret: opened(workspaceId, id, previousSecret.secret) };
+    return { state, secrets: { current: opened(workspaceId, id, state.secretEncrypted), previous } };
   };
 
   return {
@@ -157,7 +180,7 @@ export const webhookRoutes = (core: Core, deps: WebhookRouteDeps): RouteModule =
         ctx.status = 201;
         // The stored secret, not `secret`: a resumed create (middleware/idempotency.ts) may find the
         // subscription that its interrupted first run created, with that run's secret.
-        ctx.body = { ...view(id, state), secret: deps.secrets.decrypt(state.secretEncrypted, secretContext(workspaceId, id)) };
+        ctx.body = { ...view(id, state), secret: opened(workspaceId, id, state.secretEncrypted) };
       });
 
       router.get('/webhooks', (ctx) => {
@@ -191,18 +214,39 @@ export const webhookRoutes = (core: Core, deps: WebhookRouteDeps): RouteModule =
       router.post('/webhooks/:webhook_id/test', async (ctx) => {
         const { webhook_id: id } = decode(Params, ctx.params, 'path');
         const workspaceId = ctx.state.workspace.id;
-        const { state, secret } = await current(workspaceId, id);
+        const { state, secrets } = await current(workspaceId, id);
         const envelope = envelopeOf({ id: core.resourceId('event'), type: WEBHOOK_TEST_EVENT, micros: core.clock(), workspaceId, data: testData(id) });
         const body = Buffer.from(JSON.stringify(envelope));
         const deliveryId = core.resourceId('delivery');
-        const outcome = await deps.sender.send({ url: state.url, body, eventType: WEBHOOK_TEST_EVENT, deliveryId, attempt: 1, secret });
+        const signature = signatureHeaders(secrets, deliveryId, core.clock(), body).contract;
+        const outcome = await deps.sender.send({ url: state.url, body, eventType: WEBHOOK_TEST_EVENT, deliveryId, attempt: 1, secrets });
         const result: t.TypeOf<typeof TestResult> = {
           delivered: outcome.delivered,
           status_code: outcome.statusCode,
           error: outcome.error,
           latency_ms: outcome.latencyMs,
           delivery_id: deliveryId,
-          signature_header: sign(secret, body),
+          signature_header: signature,
+        };
+        ctx.body = result;
+      });
+
+      router.post('/webhooks/:webhook_id/secret/rotate', async (ctx) => {
+        const { webhook_id: id } = decode(Params, ctx.params, 'path');
+        const body = decode(Rotate, ctx.request.body ?? {}, 'body');
+        const workspaceId = ctx.state.workspace.id;
+        const { state } = await run(ctx, id, {
+          kind: 'rotate_secret',
+          secretEncrypted: deps.secrets.encrypt(newWebhookSecret(), secretContext(workspaceId, id)),
+          graceSeconds: body.grace_period_seconds ?? DEFAULT_GRACE_SECONDS,
+          at: core.clock(),
+        });
+        // From the state, not the secret made above: a resumed rotation (middleware/idempotency.ts)
+        // answers the secret its interrupted first run wrote.
+        const result: t.TypeOf<typeof Rotated> = {
+          webhook_id: id,
+          secret: opened(workspaceId, id, state.secretEncrypted),
+          previous_secret_expires_at: isoLocal(Math.floor((state.previousSecret?.expiresAt ?? 0) / 1000)),
         };
         ctx.body = result;
       });

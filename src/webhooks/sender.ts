@@ -6,7 +6,7 @@
 import { Agent, type Dispatcher } from 'undici';
 import { systemMicros, type MicrosClock } from '../log/clock.js';
 import { createAddressGuard, guardedConnector } from './address-guard.js';
-import { sign, signStandard, standardKey } from './signature.js';
+import { signatureHeaders, type SigningSecrets } from './signature.js';
 
 export interface DeliveryRequest {
   readonly url: string;
@@ -15,7 +15,8 @@ export interface DeliveryRequest {
   readonly eventType: string;
   readonly deliveryId: string;
   readonly attempt: number;
-  readonly secret: string;
+  /** Chosen among at send time: a rotation's grace period may end between two attempts. */
+  readonly secrets: SigningSecrets;
   /**
    * Asked just before the request is written to its connection (after queueing and connecting, which
    * take time): false cancels it unsent, as a subscription deleted meanwhile needs.
@@ -48,7 +49,7 @@ export interface SenderOptions {
   readonly maxResponseBytes?: number;
   /** Sockets per origin; unlimited when omitted. */
   readonly maxConnections?: number;
-  /** The send time each attempt signs as webhook-timestamp; the system's when omitted. */
+  /** The send time each attempt signs as webhook-timestamp and picks its secrets by; the system's when omitted. */
   readonly clock?: MicrosClock;
 }
 
@@ -59,17 +60,20 @@ const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024;
  * The contract's headers, then the Standard Webhooks ones: webhook-id is the delivery id (the same in
  * every retry, as the standard's idempotency key), webhook-timestamp this attempt's send time.
  */
-export const deliveryHeaders = (req: DeliveryRequest, sentAtSeconds: number): Record<string, string> => ({
-  'content-type': 'application/json',
-  'user-agent': USER_AGENT,
-  'x-webhook-signature': sign(req.secret, req.body),
-  'x-webhook-event': req.eventType,
-  'x-webhook-id': req.deliveryId,
-  'x-webhook-attempt': String(req.attempt),
-  'webhook-id': req.deliveryId,
-  'webhook-timestamp': String(sentAtSeconds),
-  'webhook-signature': signStandard(standardKey(req.secret), req.deliveryId, sentAtSeconds, req.body),
-});
+export const deliveryHeaders = (req: DeliveryRequest, sentAtMicros: number): Record<string, string> => {
+  const signatures = signatureHeaders(req.secrets, req.deliveryId, sentAtMicros, req.body);
+  return {
+    'content-type': 'application/json',
+    'user-agent': USER_AGENT,
+    'x-webhook-signature': signatures.contract,
+    'x-webhook-event': req.eventType,
+    'x-webhook-id': req.deliveryId,
+    'x-webhook-attempt': String(req.attempt),
+    'webhook-id': req.deliveryId,
+    'webhook-timestamp': String(Math.floor(sentAtMicros / 1_000_000)),
+    'webhook-signature': signatures.standard,
+  };
+};
 
 const NETWORK_ERRORS: Readonly<Record<string, string>> = {
   ECONNREFUSED: 'connection refused',
@@ -179,7 +183,7 @@ export const createSender = (options: SenderOptions): Sender => {
         };
         onStart?.(() => cancel(controller));
         agent.dispatch(
-          { origin: to.origin, path: to.path, method: 'POST', headers: deliveryHeaders(req, Math.floor(clock() / 1_000_000)), body: req.body },
+          { origin: to.origin, path: to.path, method: 'POST', headers: deliveryHeaders(req, clock()), body: req.body },
           {
             onRequestStart(c) {
               controller = c;

@@ -10,7 +10,12 @@
 // key follows the standard's `whsec_` convention: the base64 decoding of what follows `whsec_`, so a
 // receiver gives the official libraries the secret exactly as creation answered it. (Secrets from
 // before this scheme are base64url; the decoding here reads both alphabets.)
+//
+// During a rotation's grace period (domain/subscription/subscription.ts) webhook-signature carries one
+// `v1,` signature per valid secret, space separated, newest first, as the standard allows; the
+// contract's single X-Webhook-Signature stays with the replaced secret until the period ends.
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { contractSecret, validSecrets, type PreviousSecret } from '../domain/subscription/subscription.js';
 
 const PREFIX = 'sha256=';
 const HEADER = /^sha256=([0-9a-fA-F]{64})$/;
@@ -35,3 +40,20 @@ export const standardKey = (secret: string): Buffer =>
 /** The webhook-signature value (`v1,<base64>`) of a message id, a send time in Unix seconds and the body bytes. */
 export const signStandard = (key: Buffer, messageId: string, timestampSeconds: number, body: Buffer): string =>
   `v1,${createHmac('sha256', key).update(`${messageId}.${timestampSeconds}.`).update(body).digest('base64')}`;
+
+/** A subscription's secrets in clear: the current one, and the one its last rotation replaced. */
+export interface SigningSecrets {
+  readonly current: string;
+  readonly previous: PreviousSecret | null;
+}
+
+/** The two signature headers of one attempt sent at `sentAtMicros`, with the secrets valid then. */
+export const signatureHeaders = (secrets: SigningSecrets, messageId: string, sentAtMicros: number, body: Buffer) => {
+  const seconds = Math.floor(sentAtMicros / 1_000_000);
+  return {
+    contract: sign(contractSecret(secrets.current, secrets.previous, sentAtMicros), body),
+    standard: validSecrets(secrets.current, secrets.previous, sentAtMicros)
+      .map((secret) => signStandard(standardKey(secret), messageId, seconds, body))
+      .join(' '),
+  };
+};

@@ -20,7 +20,9 @@ import {
 } from '../domain/subscription/subscription.js';
 import { SLOT_EVENTS } from '../domain/subscription/slots.js';
 import type { EventLog, RecordedEvent } from '../log/event-log.js';
+import { systemMicros, type MicrosClock } from '../log/clock.js';
 import type { SecretBox } from './secrets.js';
+import type { SigningSecrets } from './signature.js';
 
 export interface SubscriptionRow {
   readonly id: string;
@@ -35,7 +37,9 @@ export interface SubscriptionRow {
   readonly createdPosition: number;
   readonly consecutiveFailures: number;
   /** Decrypted, in memory only. */
-  readonly secret: string;
+  readonly secrets: SigningSecrets;
+  /** The current secret as the log holds it, sealed: tells whether a rotation is applied here yet. */
+  readonly sealedSecret: string;
 }
 
 export interface SubscriptionDirectory {
@@ -50,18 +54,19 @@ export interface SubscriptionDirectory {
   waitFor(position: number): Promise<void>;
 }
 
-/** A subscription's secret, in clear and sealed as the log holds it now. */
+/** A subscription's secrets, in clear and sealed as the log holds them now (the previous one while in its grace period). */
 export interface SealedSecret {
   readonly workspaceId: string;
   readonly id: string;
-  readonly secret: string;
+  readonly secrets: SigningSecrets;
   readonly sealed: string;
+  readonly sealedPrevious: string | null;
 }
 
 export interface SubscriptionReadModel extends SubscriptionDirectory {
   /** Called when a subscription's deletion marker is applied (before its stream is removed). */
   onDeleted(listener: (row: SubscriptionRow) => void): void;
-  /** Every subscription whose secret opened. */
+  /** Every subscription whose secrets opened. */
   secrets(): SealedSecret[];
   /** Catches up with the log; rejects with `refuse(count)` when that many subscriptions' secrets do not open. */
   start(): Promise<void>;
@@ -76,7 +81,7 @@ export const secretContext = (workspaceId: string, subscriptionId: string): stri
 export const runSubscriptionCommand = (core: Core, workspaceId: string, subscriptionId: string, command: SubscriptionCommand) =>
   core.handle(subscriptionAggregate(workspaceId), subscriptionStream(subscriptionId), workspaceId, command);
 
-const rowOf = (id: string, state: SubscriptionState, createdPosition: number, secret: string): SubscriptionRow => ({
+const rowOf = (id: string, state: SubscriptionState, createdPosition: number, secrets: SigningSecrets): SubscriptionRow => ({
   id,
   workspaceId: state.workspaceId,
   url: state.url,
@@ -86,21 +91,25 @@ const rowOf = (id: string, state: SubscriptionState, createdPosition: number, se
   createdAt: state.createdAt,
   createdPosition,
   consecutiveFailures: state.consecutiveFailures,
-  secret,
+  secrets,
+  sealedSecret: state.secretEncrypted,
 });
 
 interface Entry {
   readonly state: SubscriptionState;
   readonly createdPosition: number;
-  /** Null while no key of the ring opens the sealed secret. */
-  readonly secret: string | null;
+  /** Null while no key of the ring opens the sealed secrets. */
+  readonly secrets: SigningSecrets | null;
 }
+
+const sameSealed = (a: SubscriptionState, b: SubscriptionState): boolean =>
+  a.secretEncrypted === b.secretEncrypted && a.previousSecret?.secret === b.previousSecret?.secret;
 
 /**
  * `refuse` makes the error start() rejects with when secrets in the log do not open (the caller knows
  * which configuration to name).
  */
-export const createSubscriptionDirectory = (log: EventLog, secrets: SecretBox, refuse: (unopened: number) => Error): SubscriptionReadModel => {
+export const createSubscriptionDirectory = (log: EventLog, secrets: SecretBox, refuse: (unopened: number) => Error, clock: MicrosClock = systemMicros): SubscriptionReadModel => {
   const states = new Map<string, Entry>();
   const byWorkspace = new Map<string, Map<string, SubscriptionRow>>();
   const deletedListeners: ((row: SubscriptionRow) => void)[] = [];
@@ -108,9 +117,15 @@ export const createSubscriptionDirectory = (log: EventLog, secrets: SecretBox, r
 
   const rowsOf = (workspaceId: string): SubscriptionRow[] => [...(byWorkspace.get(workspaceId)?.values() ?? [])];
 
-  const open = (id: string, state: SubscriptionState): string | null => {
+  /** A previous secret whose grace period is over is not opened: its key may be gone from the ring. */
+  const open = (id: string, state: SubscriptionState): SigningSecrets | null => {
+    const context = secretContext(state.workspaceId, id);
+    const { previousSecret } = state;
     try {
-      return secrets.decrypt(state.secretEncrypted, secretContext(state.workspaceId, id));
+      return {
+        current: secrets.decrypt(state.secretEncrypted, context),
+        previous: previousSecret === null || previousSecret.expiresAt <= clock() ? null : { ...previousSecret, secret: secrets.decrypt(previousSecret.secret, context) },
+      };
     } catch (error) {
       // Before start has caught up, start-up fails on these and says why once.
       if (live) console.error(`webhook ${id}: skipped, its secret does not open (${(error as Error).message})`);
@@ -141,14 +156,17 @@ export const createSubscriptionDirectory = (log: EventLog, secrets: SecretBox, r
     if (known === undefined && event.type !== SUBSCRIPTION_EVENTS.created) return;
     const state = evolveSubscription(known?.state ?? initialSubscription, event);
     const createdPosition = known?.createdPosition ?? event.position;
-    // Opened once; one that did not open is tried again only when its sealed secret changes.
-    const secret = known?.secret ?? (known?.state.secretEncrypted === state.secretEncrypted ? null : open(id, state));
+    // Opened once, and again when a rotation changes them; a reseal changes only how they are
+    // sealed, so what opened stays open (this process may not hold the key that sealed them again).
+    const resealed = event.type === SUBSCRIPTION_EVENTS.secretResealed && known?.secrets != null;
+    const opened = known !== undefined && (resealed || sameSealed(known.state, state)) ? known.secrets : open(id, state);
     const rows = byWorkspace.get(state.workspaceId) ?? new Map<string, SubscriptionRow>();
     byWorkspace.set(state.workspaceId, rows);
-    const row = secret === null ? undefined : rowOf(id, state, createdPosition, secret);
     if (state.deleted) return forget(id, state.workspaceId);
-    states.set(id, { state, createdPosition, secret });
-    if (row !== undefined) rows.set(id, row);
+    states.set(id, { state, createdPosition, secrets: opened });
+    // One whose new secrets do not open keeps no row: signing with the replaced ones would mislead.
+    if (opened === null) rows.delete(id);
+    else rows.set(id, rowOf(id, state, createdPosition, opened));
   };
 
   const runner = createProjectionRunner(log, { name: 'webhook-subscriptions', types: [...SUBSCRIPTION_EVENT_TYPES, SLOT_EVENTS.released], checkpoint: () => 0, apply });
@@ -157,7 +175,7 @@ export const createSubscriptionDirectory = (log: EventLog, secrets: SecretBox, r
     get: (workspaceId, id) => byWorkspace.get(workspaceId)?.get(id),
     workspaceOf: (id) => {
       const entry = states.get(id);
-      return entry?.secret === null ? undefined : entry?.state.workspaceId;
+      return entry?.secrets === null ? undefined : entry?.state.workspaceId;
     },
     matching: (workspaceId, type) => rowsOf(workspaceId).filter((row) => row.isActive && (row.events.length === 0 || row.events.includes(type))),
     list: rowsOf,
@@ -166,11 +184,15 @@ export const createSubscriptionDirectory = (log: EventLog, secrets: SecretBox, r
       deletedListeners.push(listener);
     },
     secrets: () =>
-      [...states].flatMap(([id, { state, secret }]) => (secret === null ? [] : [{ workspaceId: state.workspaceId, id, secret, sealed: state.secretEncrypted }])),
+      [...states].flatMap(([id, { state, secrets: opened }]) =>
+        opened === null
+          ? []
+          : [{ workspaceId: state.workspaceId, id, secrets: opened, sealed: state.secretEncrypted, sealedPrevious: opened.previous === null ? null : (state.previousSecret?.secret ?? null) }],
+      ),
     async start() {
       await runner.start();
       await runner.waitFor(await log.headPosition());
-      const unopened = [...states.values()].filter((entry) => entry.secret === null).length;
+      const unopened = [...states.values()].filter((entry) => entry.secrets === null).length;
       if (unopened > 0) {
         await runner.stop();
         throw refuse(unopened);

@@ -52,7 +52,8 @@ describe('dispatcher: a subscription deleted behind its directory (int, SQLite)'
       createdAt: new Date().toISOString(),
       createdPosition: (records[0] as RecordedEvent).position,
       consecutiveFailures: 0,
-      secret: 'whsec_test',
+      secrets: { current: 'whsec_test', previous: null },
+      sealedSecret: '',
     };
     // The directory that missed the marker: it keeps the subscription whatever the log says.
     const directory: SubscriptionDirectory = {

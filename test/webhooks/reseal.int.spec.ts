@@ -42,7 +42,7 @@ describe('resealing webhook secrets', () => {
     const secret = `whsec_${id}`;
     const sealed = box.encrypt(secret, secretContext(WS, id));
     await runSubscriptionCommand(core, WS, id, { kind: 'create', url: 'https://x.test/h', events: [], description: '', secretEncrypted: sealed, at: '2026-01-01T00:00:00' });
-    return { workspaceId: WS, id, secret, sealed };
+    return { workspaceId: WS, id, secrets: { current: secret, previous: null }, sealed, sealedPrevious: null };
   };
 
   const resealedIn = async (id: string) =>
@@ -54,10 +54,10 @@ describe('resealing webhook secrets', () => {
     const listed = [...old, current];
 
     expect(await resealSecrets(core, { secrets: () => listed }, ring, never)).to.deep.equal({ resealed: 2, failed: 0 });
-    for (const { id, secret } of old) {
+    for (const { id, secrets } of old) {
       const [sealed, ...more] = await resealedIn(id);
       expect(more).to.deep.equal([]);
-      expect(createSecretBox(B).decrypt(sealed as string, secretContext(WS, id))).to.equal(secret);
+      expect(createSecretBox(B).decrypt(sealed as string, secretContext(WS, id))).to.equal(secrets.current);
     }
     expect(await resealedIn(current.id)).to.deep.equal([]);
   });

@@ -24,7 +24,7 @@ const blockFor = (ms: number): void => {
   while (performance.now() < until);
 };
 
-const request = (url: string): DeliveryRequest => ({ url, body: Buffer.from('{}'), eventType: 'ticket.created', deliveryId: 'd1', attempt: 1, secret: 's' });
+const request = (url: string): DeliveryRequest => ({ url, body: Buffer.from('{}'), eventType: 'ticket.created', deliveryId: 'd1', attempt: 1, secrets: { current: 's', previous: null } });
 
 describe('webhook sender deadline (receiver in another process)', () => {
   let child: ChildProcess;

@@ -18,7 +18,7 @@ const requestTo = (url: string, overrides: Partial<DeliveryRequest> = {}): Deliv
   eventType: 'ticket.created',
   deliveryId: 'd1',
   attempt: 2,
-  secret: SECRET,
+  secrets: { current: SECRET, previous: null },
   ...overrides,
 });
 
@@ -77,6 +77,28 @@ describe('webhook sender (real receiver)', () => {
       'webhook-signature': signStandard(standardKey(SECRET), 'd1', at, BODY),
     });
     expect(received?.headers['webhook-signature']).to.not.equal(signStandard(standardKey(SECRET), 'd1', at + 1, BODY));
+  });
+
+  it("signs with the secrets valid at its send time: both during a grace period (newest first), the replaced one in X-Webhook-Signature until it ends", async () => {
+    const at = 1_900_000_000;
+    const secrets = { current: 'whsec_bmV3LXNlY3JldC1ieXRlcy0zMi1sb25nLi4uLi4=', previous: { secret: SECRET, expiresAt: (at + 10) * 1_000_000 } };
+    const sentAt = async (seconds: number) => {
+      const clocked = createSender({ timeoutMs: 300, allowedNetworks: LOOPBACK, clock: () => seconds * 1_000_000 });
+      try {
+        expect(await clocked.send(requestTo(receiver.url, { secrets }))).to.include({ delivered: true });
+      } finally {
+        await clocked.close();
+      }
+      return receiver.requests.at(-1)?.headers ?? {};
+    };
+    const during = await sentAt(at + 9);
+    const both = [signStandard(standardKey(secrets.current), 'd1', at + 9, BODY), signStandard(standardKey(SECRET), 'd1', at + 9, BODY)];
+    expect(during['webhook-signature']).to.equal(both.join(' '));
+    expect(verifySignature(SECRET, BODY, String(during['x-webhook-signature']))).to.equal(true);
+    const after = await sentAt(at + 10);
+    expect(after['webhook-signature']).to.equal(signStandard(standardKey(secrets.current), 'd1', at + 10, BODY));
+    expect(verifySignature(secrets.current, BODY, String(after['x-webhook-signature']))).to.equal(true);
+    expect(verifySignature(SECRET, BODY, String(after['x-webhook-signature']))).to.equal(false);
   });
 
   it('counts any 2xx as delivered', async () => {

@@ -1,11 +1,14 @@
-// The subscription aggregate's decisions, without I/O: fold the decided events and look at the state.
+// The subscription aggregate's decisions, without I/O: fold the decided events and look at the state;
+// secret rotation's grace period is read with a fake clock (µs).
 import { expect } from 'chai';
 import type { Decided } from '../../src/domain/aggregate.js';
 import { PUBLIC_EVENT_TYPES } from '../../src/domain/event-types.js';
 import {
   AUTO_DISABLE_AFTER,
   SUBSCRIPTION_EVENTS,
+  contractSecret,
   subscriptionAggregate,
+  validSecrets,
   type SubscriptionCommand,
   type SubscriptionState,
 } from '../../src/domain/subscription/subscription.js';
@@ -122,5 +125,67 @@ describe('webhook subscription aggregate', () => {
     for (const command of [{ kind: 'update', description: 'x' }, { kind: 'delete' }] as const) {
       expect(run([{ kind: 'abandon' }, command]).error?.code).to.equal('WEBHOOK_NOT_FOUND');
     }
+  });
+});
+
+const SECOND = 1_000_000;
+const T0 = 1_800_000_000 * SECOND;
+
+const rotate = (secretEncrypted: string, graceSeconds: number, at: number): SubscriptionCommand => ({ kind: 'rotate_secret', secretEncrypted, graceSeconds, at });
+
+/** What deliveries sign with at `now`: the standard's set, newest first, and the contract's one. */
+const signing = (state: SubscriptionState, now: number) => ({
+  standard: validSecrets(state.secretEncrypted, state.previousSecret, now),
+  contract: contractSecret(state.secretEncrypted, state.previousSecret, now),
+});
+
+describe('webhook subscription secret rotation (fake clock)', () => {
+  it('before any rotation one secret signs everything', () => {
+    const { state } = run([create]);
+    expect(state.previousSecret).to.equal(null);
+    expect(signing(state, T0)).to.deep.equal({ standard: ['v1:sealed'], contract: 'v1:sealed' });
+  });
+
+  it('keeps the replaced secret for the grace period: both sign the standard header, the replaced one the contract header, until it ends', () => {
+    const decision = aggregate.decide(rotate('sealed-B', 3600, T0), run([create]).state);
+    expect(decision._tag).to.equal('Right');
+    const events = decision._tag === 'Right' ? decision.right : [];
+    expect(events).to.deep.equal([{ type: SUBSCRIPTION_EVENTS.secretRotated, data: { secret_encrypted: 'sealed-B', rotated_at: T0, previous_expires_at: T0 + 3600 * SECOND } }]);
+    const { state } = run([create, rotate('sealed-B', 3600, T0)]);
+    expect(state).to.deep.include({ secretEncrypted: 'sealed-B', previousSecret: { secret: 'v1:sealed', expiresAt: T0 + 3600 * SECOND } });
+    expect(signing(state, T0)).to.deep.equal({ standard: ['sealed-B', 'v1:sealed'], contract: 'v1:sealed' });
+    expect(signing(state, T0 + 3600 * SECOND - 1)).to.deep.equal({ standard: ['sealed-B', 'v1:sealed'], contract: 'v1:sealed' });
+    expect(signing(state, T0 + 3600 * SECOND)).to.deep.equal({ standard: ['sealed-B'], contract: 'sealed-B' });
+  });
+
+  it('a grace period of 0 ends the replaced secret at once', () => {
+    const { state } = run([create, rotate('sealed-B', 0, T0)]);
+    expect(signing(state, T0)).to.deep.equal({ standard: ['sealed-B'], contract: 'sealed-B' });
+  });
+
+  it('a second rotation during a grace period ends the oldest secret at once: never more than two are valid', () => {
+    const { state } = run([create, rotate('sealed-B', 3600, T0), rotate('sealed-C', 600, T0 + 60 * SECOND)]);
+    expect(state.previousSecret).to.deep.equal({ secret: 'sealed-B', expiresAt: T0 + 660 * SECOND });
+    expect(signing(state, T0 + 61 * SECOND)).to.deep.equal({ standard: ['sealed-C', 'sealed-B'], contract: 'sealed-B' });
+    expect(signing(state, T0 + 660 * SECOND)).to.deep.equal({ standard: ['sealed-C'], contract: 'sealed-C' });
+  });
+
+  it('a reseal seals the previous secret again with the current one, and only if both are still what the issuer read', () => {
+    const rotated = run([create, rotate('sealed-B', 3600, T0)]);
+    const both: SubscriptionCommand = { kind: 'reseal', from: 'sealed-B', to: 'sealed-B2', previous: { from: 'v1:sealed', to: 'sealed-A2' } };
+    const { state } = run([create, rotate('sealed-B', 3600, T0), both]);
+    expect(state).to.deep.include({ secretEncrypted: 'sealed-B2', previousSecret: { secret: 'sealed-A2', expiresAt: T0 + 3600 * SECOND } });
+    const stale: SubscriptionCommand = { kind: 'reseal', from: 'sealed-B', to: 'sealed-B2', previous: { from: 'sealed-X', to: 'sealed-A2' } };
+    expect(aggregate.decide(stale, rotated.state)).to.deep.equal({ _tag: 'Right', right: [] });
+    // A reseal of the current secret alone leaves the previous one as it was.
+    const currentOnly = run([create, rotate('sealed-B', 3600, T0), { kind: 'reseal', from: 'sealed-B', to: 'sealed-B2' }]);
+    expect(currentOnly.state.previousSecret).to.deep.equal({ secret: 'v1:sealed', expiresAt: T0 + 3600 * SECOND });
+  });
+
+  it("refuses to rotate another workspace's, a deleted or an unknown subscription as not found", () => {
+    const created = run([create]).state;
+    expect(subscriptionAggregate('ws2').decide(rotate('sealed-B', 60, T0), created)).to.deep.include({ _tag: 'Left' });
+    expect(run([create, { kind: 'delete' }, rotate('sealed-B', 60, T0)]).error).to.include({ code: 'WEBHOOK_NOT_FOUND' });
+    expect(run([rotate('sealed-B', 60, T0)]).error).to.include({ code: 'WEBHOOK_NOT_FOUND' });
   });
 });

@@ -1,6 +1,8 @@
 // The webhook subscription aggregate: target, event filter, active flag and the run of consecutive
 // failed deliveries (spec "States and transitions: Webhook subscription"). All its events are
 // internal; the secret is only ever held here encrypted (sealed again when the server key rotates).
+// A secret rotation keeps the replaced secret valid for a grace period: at most two secrets are valid
+// at once, so a rotation during another's grace period ends that older secret at once.
 import { left, right } from 'fp-ts/lib/Either.js';
 import * as t from 'io-ts';
 import type { Aggregate, Decided } from '../aggregate.js';
@@ -9,6 +11,10 @@ import { PUBLIC_EVENT_TYPES, isPublicEventType } from '../event-types.js';
 
 /** The 5th failed delivery in a row deactivates the subscription. */
 export const AUTO_DISABLE_AFTER = 5;
+/** A rotation's grace period when none is asked for: 24 hours, in seconds. */
+export const DEFAULT_GRACE_SECONDS = 24 * 3600;
+/** The longest grace period a rotation may ask for: 7 days, in seconds. */
+export const MAX_GRACE_SECONDS = 7 * 24 * 3600;
 /** How many recent delivery rounds a subscription remembers, so a repeated report counts once. */
 const REMEMBERED_DELIVERIES = 64;
 
@@ -27,6 +33,8 @@ export const SUBSCRIPTION_EVENTS = {
   failuresReset: 'webhook.subscription_failures_reset',
   /** The same secret sealed with the server's current key (src/webhooks/secrets.ts). */
   secretResealed: 'webhook.subscription_secret_resealed',
+  /** A new secret; the one it replaces stays valid until `previous_expires_at`. */
+  secretRotated: 'webhook.subscription_secret_rotated',
   /** Appended just before the stream is deleted, so tailers learn of the deletion. */
   deleted: 'webhook.subscription_deleted',
   /** Ends a stream that a create claimed a slot for and never started (domain/subscription/slots.ts): that create can no longer land. */
@@ -55,8 +63,16 @@ export interface SubscriptionState {
   readonly isActive: boolean;
   readonly consecutiveFailures: number;
   readonly secretEncrypted: string;
+  /** The secret the last rotation replaced, sealed, and until when it is valid (µs since the epoch). */
+  readonly previousSecret: PreviousSecret | null;
   readonly createdAt: string;
   readonly recentDeliveries: readonly string[];
+}
+
+/** The secret a rotation replaced (sealed in the state, in clear where deliveries are signed) and the end of its grace period (µs since the epoch). */
+export interface PreviousSecret<S = string> {
+  readonly secret: S;
+  readonly expiresAt: number;
 }
 
 export type SubscriptionCommand =
@@ -66,8 +82,13 @@ export type SubscriptionCommand =
   | { readonly kind: 'record_delivery_succeeded'; readonly deliveryId: string; readonly round: number }
   | { readonly kind: 'delete' }
   | { readonly kind: 'abandon' }
-  /** `from` is the sealed secret the issuer read: another process that resealed it first makes this a no-op. */
-  | { readonly kind: 'reseal'; readonly from: string; readonly to: string };
+  /** `at` µs since the epoch; the grace period (seconds) is checked at the edge (0 ends the replaced secret at once). */
+  | { readonly kind: 'rotate_secret'; readonly secretEncrypted: string; readonly graceSeconds: number; readonly at: number }
+  /**
+   * `from` is the sealed secret the issuer read: another process that resealed it first makes this a
+   * no-op. `previous` reseals the secret a rotation replaced, in the same event.
+   */
+  | { readonly kind: 'reseal'; readonly from: string; readonly to: string; readonly previous?: { readonly from: string; readonly to: string } };
 
 const initial: SubscriptionState = {
   exists: false,
@@ -79,6 +100,7 @@ const initial: SubscriptionState = {
   isActive: false,
   consecutiveFailures: 0,
   secretEncrypted: '',
+  previousSecret: null,
   createdAt: '',
   recentDeliveries: [],
 };
@@ -120,7 +142,20 @@ const evolve: Aggregate<SubscriptionState, SubscriptionCommand>['evolve'] = (sta
     case SUBSCRIPTION_EVENTS.failuresReset:
       return { ...state, consecutiveFailures: 0, recentDeliveries: remember(state, data) };
     case SUBSCRIPTION_EVENTS.secretResealed:
-      return { ...state, secretEncrypted: String(data['secret_encrypted']) };
+      return {
+        ...state,
+        secretEncrypted: String(data['secret_encrypted']),
+        ...(state.previousSecret !== null && 'previous_secret_encrypted' in data
+          ? { previousSecret: { ...state.previousSecret, secret: String(data['previous_secret_encrypted']) } }
+          : {}),
+      };
+    // The replaced secret becomes the previous one; an older previous secret is dropped.
+    case SUBSCRIPTION_EVENTS.secretRotated:
+      return {
+        ...state,
+        secretEncrypted: String(data['secret_encrypted']),
+        previousSecret: { secret: state.secretEncrypted, expiresAt: Number(data['previous_expires_at']) },
+      };
     case SUBSCRIPTION_EVENTS.deleted:
       return { ...state, exists: false, deleted: true, isActive: false };
     // Owned by no workspace: every command but a create finds nothing, and a create finds it taken.
@@ -190,10 +225,36 @@ const decideFor = (workspaceId: string): Aggregate<SubscriptionState, Subscripti
       return right([{ type: SUBSCRIPTION_EVENTS.failuresReset, data: { delivery_id: command.deliveryId, round: command.round } }]);
     case 'delete':
       return right([{ type: SUBSCRIPTION_EVENTS.deleted, data: {} }]);
+    case 'rotate_secret': {
+      const data = { secret_encrypted: command.secretEncrypted, rotated_at: command.at, previous_expires_at: command.at + command.graceSeconds * 1_000_000 };
+      return right([{ type: SUBSCRIPTION_EVENTS.secretRotated, data }]);
+    }
     case 'reseal':
-      return right(state.secretEncrypted === command.from ? [{ type: SUBSCRIPTION_EVENTS.secretResealed, data: { secret_encrypted: command.to } }] : []);
+      return right(resealable(command, state) ? [{ type: SUBSCRIPTION_EVENTS.secretResealed, data: resealedData(command) }] : []);
   }
 };
+
+/** Both sealed values the issuer read are still the ones held. */
+const resealable = ({ from, previous }: Extract<SubscriptionCommand, { kind: 'reseal' }>, state: SubscriptionState): boolean =>
+  state.secretEncrypted === from && (previous === undefined || state.previousSecret?.secret === previous.from);
+
+const resealedData = ({ to, previous }: Extract<SubscriptionCommand, { kind: 'reseal' }>) => ({
+  secret_encrypted: to,
+  ...(previous === undefined ? {} : { previous_secret_encrypted: previous.to }),
+});
+
+/** The replaced secret still valid at `now` (µs), if any. */
+const inGrace = <S>(previous: PreviousSecret<S> | null, now: number): previous is PreviousSecret<S> => previous !== null && now < previous.expiresAt;
+
+/** The secrets valid at `now` (µs), newest first: the current one, and the replaced one until its grace period ends. */
+export const validSecrets = <S>(current: S, previous: PreviousSecret<S> | null, now: number): S[] =>
+  inGrace(previous, now) ? [current, previous.secret] : [current];
+
+/**
+ * The one secret of the contract's single signature at `now`: the replaced one until its grace period
+ * ends, so receivers that check only that header switch when the period ends, not at the rotation.
+ */
+export const contractSecret = <S>(current: S, previous: PreviousSecret<S> | null, now: number): S => (inGrace(previous, now) ? previous.secret : current);
 
 export const evolveSubscription = evolve;
 export const initialSubscription = initial;

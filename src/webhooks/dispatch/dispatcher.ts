@@ -267,11 +267,14 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
     if (!row.isActive) return settle(cancel(p, 'subscription_inactive'), p.delivery.id);
     // The directory may have missed the deletion (see `gone`), or not have applied its marker yet (a
     // dispatcher in another process or thread): the log decides before anything is sent.
-    const logged = (await log.readStream(subscriptionStream(row.id))).reduce(evolveSubscription, initialSubscription);
+    const events = await log.readStream(subscriptionStream(row.id));
+    const logged = events.reduce(evolveSubscription, initialSubscription);
     if (!logged.exists || logged.deleted) {
       gone.add(row.id);
       return settle(dispatcher.subscriptionDeleted(row.id), p.delivery.id);
     }
+    // A rotation answered already but not applied here yet: signed with the new secrets, not the old alone.
+    if (logged.secretEncrypted !== row.sealedSecret) await subscriptions.waitFor((events.at(-1) as RecordedEvent).position);
     p.inFlight = true;
     const body = await bodyOf(p);
     p.inFlight = body !== null;
@@ -284,7 +287,9 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
     }
     const attempt = p.delivery.attempt + 1;
     const wanted = () => !gone.has(row.id) && existing(p.workspaceId, row.id) !== undefined;
-    const request = { url: row.url, body, eventType: p.delivery.eventType, deliveryId: p.delivery.id, attempt, secret: row.secret, wanted };
+    // The secrets as they are when it is sent, not when it was scheduled.
+    const { secrets } = existing(p.workspaceId, row.id) ?? row;
+    const request = { url: row.url, body, eventType: p.delivery.eventType, deliveryId: p.delivery.id, attempt, secrets, wanted };
     const outcome = await sender.send(request, (cancel) => {
       p.cancel = cancel;
     });

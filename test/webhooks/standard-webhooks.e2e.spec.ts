@@ -5,26 +5,9 @@ import { Webhook } from 'standardwebhooks';
 import { systemMicros } from '../../src/log/clock.js';
 import { verifySignature } from '../../src/webhooks/signature.js';
 import { startReceiver, type Behaviour, type ReceivedRequest, type Receiver } from '../support/receiver.js';
+import { verdictOf, type Verdict } from '../support/standard-webhooks.js';
 import { startTestService, type TestService, type TestWorkspace } from '../support/server.js';
 import { FAST_RETRIES, emit, header, subscribe } from '../support/webhooks-dispatch.js';
-
-/** The standard's three headers of a received request, as a receiver hands them to the library. */
-const standardHeaders = (request: ReceivedRequest): Record<string, string> => ({
-  'webhook-id': header(request, 'webhook-id'),
-  'webhook-timestamp': header(request, 'webhook-timestamp'),
-  'webhook-signature': header(request, 'webhook-signature'),
-});
-
-/** What the library said of one request: the parsed payload, or its error message. */
-type Verdict = { readonly ok: true; readonly payload: unknown } | { readonly ok: false; readonly error: string };
-
-const verdictOf = (hook: Webhook, request: ReceivedRequest): Verdict => {
-  try {
-    return { ok: true, payload: hook.verify(request.body, standardHeaders(request)) };
-  } catch (error) {
-    return { ok: false, error: (error as Error).message };
-  }
-};
 
 describe('Standard Webhooks headers (e2e, official standardwebhooks library)', () => {
   let test: TestService;

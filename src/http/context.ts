@@ -7,6 +7,8 @@ export interface ApiState {
   /** Set by the auth middleware on /api/v1 routes. */
   workspace: WorkspaceRow;
   keyId: string;
+  /** Set by a route whose answer holds a secret that the log keeps only sealed: its answer is not recorded (middleware/idempotency.ts). */
+  secretAnswer?: true;
 }
 
 export type ApiContext = Koa.ParameterizedContext<ApiState>;

@@ -241,13 +241,14 @@ export const webhookRoutes = (core: Core, deps: WebhookRouteDeps): RouteModule =
           graceSeconds: body.grace_period_seconds ?? DEFAULT_GRACE_SECONDS,
           at: core.clock(),
         });
-        // From the state, not the secret made above: a resumed rotation (middleware/idempotency.ts)
-        // answers the secret its interrupted first run wrote.
+        // From the state, not the secret made above: a resumed rotation, or the retry of an answered
+        // one (middleware/idempotency.ts), answers the secret its first run wrote.
         const result: t.TypeOf<typeof Rotated> = {
           webhook_id: id,
           secret: opened(workspaceId, id, state.secretEncrypted),
           previous_secret_expires_at: isoLocal(Math.floor((state.previousSecret?.expiresAt ?? 0) / 1000)),
         };
+        ctx.state.secretAnswer = true;
         ctx.body = result;
       });
     },

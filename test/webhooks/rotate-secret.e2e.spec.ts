@@ -149,7 +149,7 @@ describe('webhook secret rotation with a grace period (e2e, official standardweb
       }
     });
 
-    it('answers a retry with the same Idempotency-Key with the same secret, rotating once', async () => {
+    it('answers a retry with the same Idempotency-Key with the same secret, rotating once, without recording the secret in clear', async () => {
       const { id } = await subscribe(ws, receiver.url);
       const key = { 'Idempotency-Key': `rotate-${id}` };
       const first = await rotate(id, { grace_period_seconds: 60 }, key);
@@ -160,7 +160,22 @@ describe('webhook secret rotation with a grace period (e2e, official standardweb
       expect(again.body).to.deep.equal(first.body);
       const events = await test.service.core.log.readStream(subscriptionStream(id));
       expect(events.filter((e) => e.type === SUBSCRIPTION_EVENTS.secretRotated)).to.have.length(1);
+      // Still that rotation's answer after another one; another request with the key is refused.
+      await rotated(id, { grace_period_seconds: 60 });
+      expect((await rotate(id, { grace_period_seconds: 60 }, key)).body).to.deep.equal(first.body);
       expect((await rotate(id, { grace_period_seconds: 61 }, key)).status).to.equal(422);
+      const everything = await test.service.core.log.readAll({ after: 0, limit: 100_000 });
+      expect(JSON.stringify(everything)).to.not.include(String(first.body.secret).slice('whsec_'.length));
+    });
+
+    it('the retry of an answered rotation whose subscription was deleted since is 404, not the secret', async () => {
+      const { id } = await subscribe(ws, receiver.url);
+      const key = { 'Idempotency-Key': `rotate-deleted-${id}` };
+      expect((await rotate(id, {}, key)).status).to.equal(200);
+      expect((await ws.api('DELETE', `/api/v1/webhooks/${id}`)).status).to.equal(204);
+      const again = await rotate(id, {}, key);
+      expect(again.status).to.equal(404);
+      expect(again.body).to.not.have.property('secret');
     });
   });
 

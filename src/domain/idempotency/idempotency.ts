@@ -20,6 +20,11 @@ export const IDEMPOTENCY_RETENTION_MS = 24 * 60 * 60 * 1000;
 export interface RecordedAnswer {
   readonly status: number;
   readonly body: Json;
+  /**
+   * The body held a secret the log keeps only sealed, so it was not recorded (body null): a replay
+   * runs the request again under its claim, resumed, and the route answers from what it wrote.
+   */
+  readonly rerun?: true;
 }
 
 export type KeyState =
@@ -80,7 +85,7 @@ const evolve: Aggregate<KeyState, KeyCommand>['evolve'] = (state, { type, data }
             kind: 'answered',
             claimId: state.claimId,
             fingerprint: state.fingerprint,
-            answer: { status: Number(data['status']), body: (data['body'] ?? null) as Json },
+            answer: { status: Number(data['status']), body: (data['body'] ?? null) as Json, ...(data['rerun'] === true ? { rerun: true as const } : {}) },
             atMs: Number(data['at_ms']),
           };
     case IDEMPOTENCY_EVENTS.released:
@@ -142,7 +147,7 @@ const decide: Aggregate<KeyState, KeyCommand>['decide'] = (command, state) => {
     case 'answer':
       // A claim taken over meanwhile keeps its own answer.
       if (!holds(state, command.claim)) return right([]);
-      return right([{ type: IDEMPOTENCY_EVENTS.answered, data: { status: command.answer.status, body: command.answer.body, at_ms: command.nowMs } }]);
+      return right([{ type: IDEMPOTENCY_EVENTS.answered, data: { ...command.answer, at_ms: command.nowMs } }]);
     case 'release':
       if (!holds(state, command.claim)) return right([]);
       return right([{ type: IDEMPOTENCY_EVENTS.released, data: { claim_id: command.claim.claimId } }]);

@@ -12,7 +12,10 @@
 // run appended stands, the rest is carried out, and the answer is the one the first run would have
 // given. Routes whose answer holds a secret that exists only in it (the admin routes that make API
 // keys) cannot be resumed: their retry runs only if the first run wrote nothing, and is otherwise
-// told the request was interrupted after writing.
+// told the request was interrupted after writing. Routes whose answer holds a secret that the log
+// keeps sealed (a webhook secret rotation) mark it (ctx.state.secretAnswer): their successful answer
+// is recorded without its body, and a retry runs the request again under its claim, resumed, so the
+// route answers from what its first run wrote and the secret is never at rest in clear.
 import { createHash } from 'node:crypto';
 import type Koa from 'koa';
 import type { CommandHandler } from '../../app/command-handler.js';
@@ -142,7 +145,12 @@ export const idempotency = (options: IdempotencyOptions): Koa.Middleware => {
     });
     if (claimed._tag === 'Left') throw business(claimed.left, claimed.left.code === 'CONFLICT' ? { 'Retry-After': '1' } : {});
     const now = claimed.right.state;
-    if (now.kind === 'answered' && claimed.right.records.length === 0) return replay(ctx, now.answer);
+    if (now.kind === 'answered' && claimed.right.records.length === 0) {
+      if (now.answer.rerun !== true) return replay(ctx, now.answer);
+      await runUnderClaim(now.claimId, true, next).catch((caught: unknown) => renderFailure(ctx, caught));
+      ctx.set('Idempotent-Replayed', 'true');
+      return undefined;
+    }
     if (now.kind !== 'claimed') throw new Error(`idempotency key ${stream}: claimed, but the key is ${now.kind}`);
     const mine: ClaimRef = { claimId, leaseUntilMs: now.leaseUntilMs };
 
@@ -151,7 +159,8 @@ export const idempotency = (options: IdempotencyOptions): Koa.Middleware => {
     } catch (caught) {
       renderFailure(ctx, caught);
     }
-    const answer: RecordedAnswer = { status: ctx.status, body: (ctx.body ?? null) as Json };
+    const sealed = (ctx.state as { secretAnswer?: true }).secretAnswer === true && ctx.status < 300;
+    const answer: RecordedAnswer = sealed ? { status: ctx.status, body: null, rerun: true } : { status: ctx.status, body: (ctx.body ?? null) as Json };
     const settle = NOTHING_WRITTEN.has(answer.status) || isSchemaFailure(answer.status, answer.body)
       ? ({ kind: 'release', claim: mine } as const)
       : ({ kind: 'answer', claim: mine, answer, nowMs: nowMs() } as const);

@@ -1,5 +1,5 @@
-// Secrets stay secret: a webhook secret appears only in its creation answer and an API key only in
-// its issuing answer. Neither is in the log file, the server's output, /updates, an export, any other
+// Secrets stay secret: a webhook secret appears only in its creation answer (or the rotation answer
+// that made it, and that answer's Idempotency-Key retry) and an API key only in its issuing answer. Neither is in the log file, the server's output, /updates, an export, any other
 // answer or any error body, across a real server process that also delivers, fails and restarts.
 import { expect } from 'chai';
 import { execFile } from 'node:child_process';
@@ -51,6 +51,11 @@ describe('secrets and keys at rest and in output (e2e, server process)', functio
     // Traffic that writes, delivers, fails and errs.
     await api('POST', '/api/v1/tickets', key, { contact: { email: 'a@example.com' }, message: 'hello' });
     await api('POST', `/api/v1/webhooks/${hook.body.id}/test`, key);
+    const rotate = () => call(`${server.url}/api/v1/webhooks/${hook.body.id}/secret/rotate`, 'POST', key, { grace_period_seconds: 3600 }, { 'Idempotency-Key': 'rotate-1' });
+    const rotated = String((await rotate()).body.secret);
+    expect(rotated).to.match(/^whsec_/).and.not.equal(secret);
+    expect((await rotate()).body.secret).to.equal(rotated);
+    await api('POST', `/api/v1/webhooks/${hook.body.id}/test`, key);
     receiver.respond({ kind: 'status', status: 500 });
     await api('POST', '/api/v1/tickets', key, { contact: { email: 'b@example.com' }, message: 'fail me' });
     await api('GET', '/api/v1/webhooks', key);
@@ -85,6 +90,8 @@ describe('secrets and keys at rest and in output (e2e, server process)', functio
     for (const [where, texts] of places) {
       for (const [name, value] of [
         ['webhook secret', secret],
+        ['rotated webhook secret', rotated],
+        ['rotated webhook secret key bytes', rotated.slice('whsec_'.length)],
         ['API key', key],
         ['second API key', secondKey],
       ]) {

@@ -3,15 +3,18 @@
 // a private Redis this file can stop. Pending unless REDIS_URL and KAFKA_BROKERS are set (npm test).
 // The tests run in order on one cluster: a dispatcher killed in one is replaced before the next.
 import { expect } from 'chai';
+import { Webhook } from 'standardwebhooks';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { deliveryIdOf } from '../../src/domain/delivery/ids.js';
 import { randomId } from '../../src/shared/ids.js';
+import { verifySignature } from '../../src/webhooks/signature.js';
 import { clusterEnv, createProcessGroup, socketOwner, type ProcessGroup, type RoleProcess } from '../support/processes.js';
 import { startReceiver, type Receiver, type ReceivedRequest } from '../support/receiver.js';
 import { redisServerInstalled, startPrivateRedis, type PrivateRedis } from '../support/redis-server.js';
 import { call, type Reply } from '../support/server.js';
+import { verdictOf } from '../support/standard-webhooks.js';
 import { eventIdOf, eventually, header, settle } from '../support/webhooks-dispatch.js';
 
 const ADMIN = 'distributed-admin-token';
@@ -246,6 +249,30 @@ describe('distributed mode with real processes (e2e)', function () {
     } finally {
       hook.respond({ kind: 'status', status: 200 });
     }
+  });
+
+  it('signs with the rotated secrets at send time on the dispatchers: a retry scheduled before a rotation on server B is sent with both', async () => {
+    const ws = await createWorkspace();
+    const hook = receivers[1] as Receiver;
+    const created = await ws.api(0, 'POST', '/api/v1/webhooks', { url: hook.url, events: ['ticket.created'] });
+    expect(created.status).to.equal(201);
+    const [sub, old] = [String(created.body.id), String(created.body.secret)];
+    hook.respondOnce({ kind: 'status', status: 500 });
+    await createTicket(ws, 0);
+    const [eventId] = await feedIds(ws);
+    const id = deliveryIdOf(String(eventId), sub);
+    const copies = () => hook.requests.filter((r) => header(r, 'X-Webhook-Id') === id);
+    await eventually('the first attempt', () => copies().length === 1, 20_000);
+    const rotation = await ws.api(1, 'POST', `/api/v1/webhooks/${sub}/secret/rotate`, { grace_period_seconds: 3600 });
+    expect(rotation.status, JSON.stringify(rotation.body)).to.equal(200);
+    const fresh = String(rotation.body.secret);
+    expect(copies(), 'the retry still waits when the rotation is answered').to.have.length(1);
+    await eventually('the retry', () => copies().length === 2, 20_000);
+    const [first, retry] = copies() as [ReceivedRequest, ReceivedRequest];
+    const verifies = (secret: string, request: ReceivedRequest) => verdictOf(new Webhook(secret), request).ok;
+    expect([verifies(old, first), verifies(fresh, first)]).to.deep.equal([true, false]);
+    expect([verifies(old, retry), verifies(fresh, retry)]).to.deep.equal([true, true]);
+    expect(verifySignature(old, retry.body, header(retry, 'X-Webhook-Signature'))).to.equal(true);
   });
 
   it('serves one shared copy of the read models: what one server answered, the other reads at once', async () => {

@@ -89,6 +89,7 @@ export const startArrivals = async (): Promise<Arrivals> => {
 
 export interface FanoutSetup {
   readonly workspaceId: string;
+  readonly apiKey: string;
   readonly subscriptionIds: readonly string[];
 }
 
@@ -101,7 +102,7 @@ export const subscribeReceiver = async (serviceUrl: string, receiverUrl: string)
   const workspace = await post('/admin/v1/workspaces', ADMIN, { name: 'bench' });
   const subscriptionIds: string[] = [];
   for (let i = 0; i < SUBSCRIPTIONS; i++) subscriptionIds.push(String((await post('/api/v1/webhooks', String(workspace['api_key']), { url: receiverUrl }))['id']));
-  return { workspaceId: String(workspace['workspace_id']), subscriptionIds };
+  return { workspaceId: String(workspace['workspace_id']), apiKey: String(workspace['api_key']), subscriptionIds };
 };
 
 export interface FanoutRun extends FanoutSetup {

@@ -130,13 +130,21 @@ const pathsOf = (operations: readonly Operation[]): JsonSchema => {
 /** The headers of every delivery: the contract's and the Standard Webhooks ones. */
 const deliveryHeaders = (type: string): JsonSchema[] =>
   [
-    ['X-Webhook-Signature', { type: 'string', pattern: '^sha256=[0-9a-f]{64}$' }, 'HMAC-SHA256 of the raw body, keyed with the secret string, lowercase hex'],
+    [
+      'X-Webhook-Signature',
+      { type: 'string', pattern: '^sha256=[0-9a-f]{64}$' },
+      "HMAC-SHA256 of the raw body, keyed with the secret string, lowercase hex; during a secret rotation's grace period, with the replaced secret",
+    ],
     ['X-Webhook-Event', { const: type }, 'The event name'],
     ['X-Webhook-Id', { type: 'string' }, 'The delivery id: one per event and subscription, the same on every retry'],
     ['X-Webhook-Attempt', { type: 'integer', minimum: 1, maximum: 6 }, 'The attempt number'],
     ['webhook-id', { type: 'string' }, 'Standard Webhooks: the delivery id (as X-Webhook-Id)'],
     ['webhook-timestamp', { type: 'integer' }, "Standard Webhooks: this attempt's send time, Unix seconds"],
-    ['webhook-signature', { type: 'string', pattern: '^v1,[A-Za-z0-9+/]+={0,2}$' }, 'Standard Webhooks: v1, base64 HMAC-SHA256 of "id.timestamp.body" keyed with the base64 after whsec_'],
+    [
+      'webhook-signature',
+      { type: 'string', pattern: '^v1,[A-Za-z0-9+/]+={0,2}( v1,[A-Za-z0-9+/]+={0,2})?$' },
+      'Standard Webhooks: v1, base64 HMAC-SHA256 of "id.timestamp.body" keyed with the base64 after whsec_; during a secret rotation\'s grace period one per valid secret, space separated, the new one first',
+    ],
   ].map(([name, schema, description]) => ({ name, in: 'header', required: true, schema, description }));
 
 const deliveryOf = (type: string, data: t.Any, summary: string): JsonSchema => ({

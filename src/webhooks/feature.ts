@@ -35,7 +35,7 @@ export const createWebhooksFeature = (core: Core, extensions: readonly WebhookEx
   const keySource = { secretKey: webhooks.secretKey, dataDir };
   const previousKeys = webhooks.previousSecretKeys.map((hex) => Buffer.from(hex, 'hex'));
   const secrets = createSecretBox(loadSecretKey(keySource), previousKeys);
-  const directory = createSubscriptionDirectory(core.log, secrets, (unopened) => secretsDoNotOpen(unopened, keySource));
+  const directory = createSubscriptionDirectory(core.log, secrets, (unopened) => secretsDoNotOpen(unopened, keySource), core.clock);
   const sender = createSender({ timeoutMs: webhooks.timeoutMs, allowedNetworks: webhooks.allowedNetworks, clock: core.clock });
   const parts: WebhookParts = { directory, sender, secrets, beforeDeleteAnswered: [] };
   const extras = extensions.map((extend) => extend(core, parts));

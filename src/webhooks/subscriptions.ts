@@ -158,15 +158,16 @@ export const createSubscriptionDirectory = (log: EventLog, secrets: SecretBox, r
     const createdPosition = known?.createdPosition ?? event.position;
     // Opened once, and again when a rotation changes them; a reseal changes only how they are
     // sealed, so what opened stays open (this process may not hold the key that sealed them again).
-    const resealed = event.type === SUBSCRIPTION_EVENTS.secretResealed && known?.secrets != null;
+    const resealed = event.type === SUBSCRIPTION_EVENTS.secretResealed && known !== undefined && known.secrets !== null;
     const opened = known !== undefined && (resealed || sameSealed(known.state, state)) ? known.secrets : open(id, state);
     const rows = byWorkspace.get(state.workspaceId) ?? new Map<string, SubscriptionRow>();
     byWorkspace.set(state.workspaceId, rows);
     if (state.deleted) return forget(id, state.workspaceId);
     states.set(id, { state, createdPosition, secrets: opened });
-    // One whose new secrets do not open keeps no row: signing with the replaced ones would mislead.
-    if (opened === null) rows.delete(id);
-    else rows.set(id, rowOf(id, state, createdPosition, opened));
+    // Rotated secrets that do not open here leave the ones opened before in use (valid during the
+    // grace period): a subscription that left the directory would read as deleted to the engine.
+    const usable = opened ?? rows.get(id)?.secrets;
+    if (usable !== undefined) rows.set(id, rowOf(id, state, createdPosition, usable));
   };
 
   const runner = createProjectionRunner(log, { name: 'webhook-subscriptions', types: [...SUBSCRIPTION_EVENT_TYPES, SLOT_EVENTS.released], checkpoint: () => 0, apply });
@@ -174,8 +175,8 @@ export const createSubscriptionDirectory = (log: EventLog, secrets: SecretBox, r
   return {
     get: (workspaceId, id) => byWorkspace.get(workspaceId)?.get(id),
     workspaceOf: (id) => {
-      const entry = states.get(id);
-      return entry?.secrets === null ? undefined : entry?.state.workspaceId;
+      const workspaceId = states.get(id)?.state.workspaceId;
+      return workspaceId !== undefined && byWorkspace.get(workspaceId)?.has(id) === true ? workspaceId : undefined;
     },
     matching: (workspaceId, type) => rowsOf(workspaceId).filter((row) => row.isActive && (row.events.length === 0 || row.events.includes(type))),
     list: rowsOf,

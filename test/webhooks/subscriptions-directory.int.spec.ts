@@ -1,6 +1,7 @@
 // The subscription directory on a real SQLite log learns of a deletion whose marker it never read: a
 // DELETE appends the marker and then deletes the whole stream, so a process tailing a shared log can
-// miss the marker; the slot released by the same DELETE stays in the log.
+// miss the marker; the slot released by the same DELETE stays in the log. It opens rotated secrets as
+// they arrive, and keeps the ones it opened before when a rotation's do not open with its keys.
 import { expect } from 'chai';
 import { randomBytes } from 'node:crypto';
 import { slotsAggregate, slotsStream } from '../../src/domain/subscription/slots.js';
@@ -67,6 +68,53 @@ describe('webhook subscription directory (int, SQLite)', () => {
     expect(directory.list(WS).map((r) => r.id)).to.deep.equal([kept]);
     expect(directory.get(WS, gone)).to.equal(undefined);
     expect(deleted.map((r) => r.id)).to.deep.equal([gone]);
+    await directory.stop();
+  });
+
+  const { evolve, initial, decide } = subscriptionAggregate(WS);
+  const stateOf = async (id: string) => (await temp.log.readStream(subscriptionStream(id))).reduce(evolve, initial);
+  /** Decides `command` on the subscription as the log holds it and appends what it decided. */
+  const run = async (id: string, command: SubscriptionCommand) => append(subscriptionStream(id), decided(decide(command, await stateOf(id))));
+  const rotate = (id: string, sealedBy: typeof secrets, secret: string, at: number) =>
+    run(id, { kind: 'rotate_secret', secretEncrypted: sealedBy.encrypt(secret, secretContext(WS, id)), graceSeconds: 60, at });
+
+  it("opens a rotation's new secret and keeps the replaced one with the end of its grace period", async () => {
+    const directory = createSubscriptionDirectory(temp.log, secrets, () => new Error('unopened'));
+    await directory.start();
+    const id = randomId();
+    await create(id);
+    const now = Date.now() * 1000;
+    await rotate(id, secrets, 'whsec_y', now);
+    await directory.waitFor(await temp.log.headPosition());
+    expect(directory.get(WS, id)?.secrets).to.deep.equal({ current: 'whsec_y', previous: { secret: 'whsec_x', expiresAt: now + 60_000_000 } });
+    await directory.stop();
+  });
+
+  it('leaves out a replaced secret whose grace period is over, and starts although no key opens it', async () => {
+    const id = randomId();
+    await create(id);
+    const longAgo = (Date.now() - 3_600_000) * 1000;
+    await rotate(id, secrets, 'whsec_y', longAgo);
+    // The current secret sealed again under a new key alone: the replaced secret's key is gone from the ring.
+    const onlyNew = createSecretBox(randomBytes(32));
+    const to = onlyNew.encrypt('whsec_y', secretContext(WS, id));
+    await run(id, { kind: 'reseal', from: (await stateOf(id)).secretEncrypted, to });
+    const directory = createSubscriptionDirectory(temp.log, onlyNew, () => new Error('unopened'));
+    await directory.start();
+    expect(directory.get(WS, id)?.secrets).to.deep.equal({ current: 'whsec_y', previous: null });
+    await directory.stop();
+  });
+
+  it("keeps signing with the secrets it opened when a rotation's do not open here, and still applies the subscription's other changes", async () => {
+    const directory = createSubscriptionDirectory(temp.log, secrets, () => new Error('unopened'));
+    await directory.start();
+    const id = randomId();
+    await create(id);
+    await rotate(id, createSecretBox(randomBytes(32)), 'whsec_elsewhere', Date.now() * 1000);
+    await run(id, { kind: 'update', isActive: false });
+    await directory.waitFor(await temp.log.headPosition());
+    expect(directory.get(WS, id)).to.deep.include({ isActive: false, secrets: { current: 'whsec_x', previous: null } });
+    expect(directory.workspaceOf(id)).to.equal(WS);
     await directory.stop();
   });
 });

@@ -34,13 +34,14 @@ export const createForwarder = (target: string, secret: string): Forwarder => {
   // The target is the developer's own machine: the delivery guard against internal addresses has
   // nothing to protect here, so every address is open.
   const sender = createSender({ timeoutMs: TIMEOUT_MS, allowedNetworks: ['0.0.0.0/0', '::/0'] });
+  const secrets = { current: secret, previous: null };
   return {
     async forward(item, signal, onRetry) {
       const body = envelopeBody(itemEnvelope(item));
       const deliveryId = deliveryIdOf(item.id, LISTEN_SUBSCRIPTION);
       let wait: number | null = null;
       for (let attempt = 1; ; attempt += 1) {
-        const outcome = await sender.send({ url: target, body, eventType: item.type, deliveryId, attempt, secret });
+        const outcome = await sender.send({ url: target, body, eventType: item.type, deliveryId, attempt, secrets });
         if (outcome.statusCode !== null) return { outcome, attempt };
         wait = doubled(wait, FIRST_RETRY_MS, MAX_RETRY_MS);
         onRetry(outcome, attempt, wait);

@@ -60,7 +60,7 @@ describe('README examples (e2e)', function () {
 
   it('README quotes every file of examples/ verbatim', () => {
     const readme = readFileSync(path.join(REPO, 'README.md'), 'utf8');
-    expect(examples).to.include.members(['first-ticket.sh', 'receive-webhook.ts', 'poll-updates.ts', 'upload.sh', 'knowledge-base.sh', 'new-api-key.sh', 'export-history.sh', 'export-log.sh']);
+    expect(examples).to.include.members(['first-ticket.sh', 'receive-webhook.ts', 'poll-updates.ts', 'upload.sh', 'knowledge-base.sh', 'new-api-key.sh', 'export-history.sh', 'export-log.sh', 'rotate-webhook-secret.sh']);
     for (const file of examples) {
       const fence = file.endsWith('.ts') ? 'ts' : 'sh';
       expect(readme, `README.md must quote examples/${file} in a \`\`\`${fence} block`).to.include(`\`\`\`${fence}\n${readFileSync(path.join(EXAMPLES, file), 'utf8')}\`\`\``);
@@ -140,6 +140,17 @@ describe('README examples (e2e)', function () {
     const { api_key } = lastJson(result.stdout);
     expect((await fetch(`${svc.url}/api/v1/tickets`, { headers: { authorization: `Bearer ${api_key}` } })).status).to.equal(200);
     expect((await script('new-api-key.sh', { WORKSPACE: fresh.workspaceId, ADMIN_TOKEN: 'wrong' })).code).to.not.equal(0);
+  });
+
+  it('rotate-webhook-secret.sh answers a new secret and when the old one stops signing; an unknown subscription or a grace period over 7 days fails it', async () => {
+    const { id, secret } = await subscribe(ws, 'https://receiver.test/hook');
+    const result = await script('rotate-webhook-secret.sh', { KEY: ws.apiKey, WEBHOOK: id, GRACE: '600' });
+    expect(result.code, result.stderr).to.equal(0);
+    const rotation = lastJson(result.stdout);
+    expect(rotation.secret).to.match(/^whsec_/).and.not.equal(secret);
+    expect(Date.parse(`${rotation.previous_secret_expires_at}Z`) - Date.now()).to.be.within(500_000, 600_000);
+    expect((await script('rotate-webhook-secret.sh', { KEY: ws.apiKey, WEBHOOK: 'whk_unknown' })).code).to.not.equal(0);
+    expect((await script('rotate-webhook-secret.sh', { KEY: ws.apiKey, WEBHOOK: id, GRACE: '604801' })).code).to.not.equal(0);
   });
 
   it('receive-webhook.ts verifies a real delivery and answers 401 to a forged one', async () => {

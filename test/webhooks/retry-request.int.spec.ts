@@ -24,7 +24,8 @@ const subscription: SubscriptionRow = {
   createdAt: '2026-11-24T00:00:00.000',
   createdPosition: 0,
   consecutiveFailures: 0,
-  secret: 'secret',
+  secrets: { current: 'secret', previous: null },
+  sealedSecret: '',
 };
 
 describe('manual retry request (int)', () => {

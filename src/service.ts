@@ -33,6 +33,7 @@ import { billingFeature } from './billing/feature.js';
 import { operatorsFeature } from './operators/feature.js';
 import { webhooksWithDeliveryFeature } from './webhooks/dispatch/feature.js';
 import { dispatcherThreadOf, type DispatcherThread } from './webhooks/dispatch/thread.js';
+import { secretBoxOf } from './webhooks/secrets.js';
 import { createTicketsFeature } from './tickets/feature.js';
 import { openApiRoutes } from './openapi/routes.js';
 import type { RouteModule } from './http/app.js';
@@ -158,7 +159,8 @@ export const startService = async (config: Config, options: ServiceOptions = {})
     bodyLimitBytes: config.bodyLimitBytes,
     // Only the embedded role writes every key change itself; other API servers share the log.
     ...(config.role === 'all' ? {} : { keysCurrent: async () => directoryRunner.waitFor(await lastKeyChange()) }),
-    idempotency: { log, handle, newId: randomId, nowMs: () => Math.floor(clock() / 1000), requestTimeoutMs: config.http.requestTimeoutMs, leaseMs: config.idempotencyLeaseMs },
+    // Answers holding secrets are recorded sealed with the key the webhooks' secrets are sealed with.
+    idempotency: { log, handle, seal: secretBoxOf({ secretKey: config.webhooks.secretKey, dataDir: config.dataDir }, config.webhooks.previousSecretKeys), newId: randomId, nowMs: () => Math.floor(clock() / 1000), requestTimeoutMs: config.http.requestTimeoutMs, leaseMs: config.idempotencyLeaseMs },
     modules: withApiDocument([
       adminRoutes({ workspaces, planNames: Object.keys(config.plans), defaultPlan: config.defaultPlan, settled: directoryRunner.waitFor }),
       metricsRoutes(thread === null ? [] : [{ thread: thread.check.name, usedBytes: thread.heapUsedBytes }]),

@@ -7,7 +7,7 @@ export interface ApiState {
   /** Set by the auth middleware on /api/v1 routes. */
   workspace: WorkspaceRow;
   keyId: string;
-  /** Set by a route whose answer holds a secret that the log keeps only sealed: its answer is not recorded (middleware/idempotency.ts). */
+  /** Set by a route whose answer holds a secret (a webhook secret, an API key): an Idempotency-Key records it sealed (middleware/idempotency.ts). */
   secretAnswer?: true;
 }
 

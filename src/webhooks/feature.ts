@@ -5,7 +5,7 @@ import type { Core, Feature } from '../app/core.js';
 import type { ApiRouter, RouteModule } from '../http/app.js';
 import { webhookRoutes } from './routes.js';
 import { resealSecrets } from './reseal.js';
-import { createSecretBox, loadSecretKey, secretsDoNotOpen, type SecretBox } from './secrets.js';
+import { secretBoxOf, secretsDoNotOpen, type SecretBox } from './secrets.js';
 import { createSender, type Sender } from './sender.js';
 import { createSubscriptionDirectory, type SubscriptionReadModel } from './subscriptions.js';
 
@@ -33,8 +33,7 @@ const mergeRoutes = (modules: readonly (RouteModule | undefined)[]): RouteModule
 export const createWebhooksFeature = (core: Core, extensions: readonly WebhookExtension[] = []): Feature => {
   const { webhooks, dataDir } = core.config;
   const keySource = { secretKey: webhooks.secretKey, dataDir };
-  const previousKeys = webhooks.previousSecretKeys.map((hex) => Buffer.from(hex, 'hex'));
-  const secrets = createSecretBox(loadSecretKey(keySource), previousKeys);
+  const secrets = secretBoxOf(keySource, webhooks.previousSecretKeys);
   const directory = createSubscriptionDirectory(core.log, secrets, (unopened) => secretsDoNotOpen(unopened, keySource), core.clock);
   const sender = createSender({ timeoutMs: webhooks.timeoutMs, allowedNetworks: webhooks.allowedNetworks, clock: core.clock });
   const parts: WebhookParts = { directory, sender, secrets, beforeDeleteAnswered: [] };

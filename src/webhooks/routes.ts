@@ -180,6 +180,8 @@ export const webhookRoutes = (core: Core, deps: WebhookRouteDeps): RouteModule =
         ctx.status = 201;
         // The stored secret, not `secret`: a resumed create (middleware/idempotency.ts) may find the
         // subscription that its interrupted first run created, with that run's secret.
+        // The secret in the answer: an Idempotency-Key's record of it is sealed.
+        ctx.state.secretAnswer = true;
         ctx.body = { ...view(id, state), secret: opened(workspaceId, id, state.secretEncrypted) };
       });
 
@@ -241,8 +243,8 @@ export const webhookRoutes = (core: Core, deps: WebhookRouteDeps): RouteModule =
           graceSeconds: body.grace_period_seconds ?? DEFAULT_GRACE_SECONDS,
           at: core.clock(),
         });
-        // From the state, not the secret made above: a resumed rotation, or the retry of an answered
-        // one (middleware/idempotency.ts), answers the secret its first run wrote.
+        // From the state, not the secret made above: a resumed rotation (middleware/idempotency.ts)
+        // answers the secret its first run wrote.
         const result: t.TypeOf<typeof Rotated> = {
           webhook_id: id,
           secret: opened(workspaceId, id, state.secretEncrypted),

@@ -43,6 +43,13 @@ export interface KeySource {
 export const loadSecretKey = (options: KeySource): Buffer =>
   options.secretKey === null ? keyFromFile(options.dataDir, KEY_FILE, 'WEBHOOK_SECRET_KEY') : Buffer.from(options.secretKey, 'hex');
 
+/** The service's box for what the log keeps sealed: the current key and WEBHOOK_PREVIOUS_SECRET_KEYS. */
+export const secretBoxOf = (source: KeySource, previousSecretKeys: readonly string[]): SecretBox =>
+  createSecretBox(
+    loadSecretKey(source),
+    previousSecretKeys.map((hex) => Buffer.from(hex, 'hex')),
+  );
+
 /** Start-up stops when sealed secrets do not open: it says which variable to set, and the key file when the key came from it. */
 export const secretsDoNotOpen = (count: number, source: KeySource): ConfigError => {
   const which = count === 1 ? 'the secret of 1 webhook subscription does' : `the secrets of ${count} webhook subscriptions do`;

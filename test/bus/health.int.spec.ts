@@ -1,6 +1,7 @@
 // /healthz and /readyz of the health feature, over HTTP, with real engines: the SQLite log, the
 // Kafka and Redis of the test run (when set), and ports where nothing answers.
 import { expect } from 'chai';
+import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -13,6 +14,7 @@ import { createCommandHandler } from '../../src/app/command-handler.js';
 import { createHttpApp } from '../../src/http/app.js';
 import { randomId } from '../../src/shared/ids.js';
 import { createMemoryRateLimiter } from '../../src/ratelimit/memory.js';
+import { createSecretBox } from '../../src/webhooks/secrets.js';
 import { brokersFromEnv, openTempLog, type TempLog } from '../support/bus-kafka.js';
 
 /** A loopback port with no listener (the discard port is never served here). */
@@ -35,7 +37,7 @@ describe('health endpoints', function () {
       maintenanceMode: () => true,
       trustProxy: false,
       bodyLimitBytes: 1024,
-      idempotency: { log: temp.log, handle: createCommandHandler(temp.log, randomId), newId: randomId, nowMs: Date.now, requestTimeoutMs: 1000, leaseMs: 60_000 },
+      idempotency: { log: temp.log, handle: createCommandHandler(temp.log, randomId), seal: createSecretBox(randomBytes(32)), newId: randomId, nowMs: Date.now, requestTimeoutMs: 1000, leaseMs: 60_000 },
       modules: feature.routes === undefined ? [] : [feature.routes],
     });
     server = app.listen(0, '127.0.0.1');

@@ -222,6 +222,45 @@ describe('Idempotency-Key across a restart (e2e)', () => {
   });
 });
 
+describe('Idempotency-Key: answers that hold a secret (e2e)', () => {
+  const K1 = '11'.repeat(32);
+  const K2 = '22'.repeat(32);
+  const issueWorkspace = (url: string) => call(`${url}/admin/v1/workspaces`, 'POST', ADMIN_TOKEN, { name: 'sealed' }, { 'Idempotency-Key': 'sealed-1' });
+
+  it('replays an API key from its sealed record across a restart and a change of key that keeps the old one in the ring; without it, says the answer is lost', async () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'sp-idempotency-sealed-'));
+    const run = async (env: Record<string, string>, work: (url: string) => Promise<void>) => {
+      const service = await startTestService(env, { dataDir });
+      try {
+        await work(service.url);
+      } finally {
+        await service.close();
+      }
+    };
+    try {
+      let first: Reply | undefined;
+      await run({ WEBHOOK_SECRET_KEY: K1 }, async (url) => {
+        first = await issueWorkspace(url);
+        expect(first.status).to.equal(201);
+      });
+      await run({ WEBHOOK_SECRET_KEY: K2, WEBHOOK_PREVIOUS_SECRET_KEYS: K1 }, async (url) => {
+        const again = await issueWorkspace(url);
+        expect(again.headers.get('idempotent-replayed')).to.equal('true');
+        expect(again.body).to.deep.equal(first?.body);
+      });
+      // The key that sealed it is gone from the ring: the answer cannot be given again, and no second workspace is made.
+      await run({ WEBHOOK_SECRET_KEY: K2 }, async (url) => {
+        const lost = await issueWorkspace(url);
+        expect(lost.status).to.equal(409);
+        expect(lost.body).to.deep.include({ error_code: 'CONFLICT', detail: { reason: 'idempotent_answer_lost' } });
+        expect(JSON.stringify(lost.body)).to.not.include(String(first?.body['api_key']));
+      });
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
 const postTicket = async (url: string, key: string, body: unknown) => {
   const response = await fetch(`${url}/api/v1/tickets`, {
     method: 'POST',

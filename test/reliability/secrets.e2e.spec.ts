@@ -1,6 +1,8 @@
 // Secrets stay secret: a webhook secret appears only in its creation answer (or the rotation answer
-// that made it, and that answer's Idempotency-Key retry) and an API key only in its issuing answer. Neither is in the log file, the server's output, /updates, an export, any other
-// answer or any error body, across a real server process that also delivers, fails and restarts.
+// that made it) and an API key only in its issuing answer, and in those answers' Idempotency-Key
+// retries, which the log keeps sealed. Neither is in the log file, the server's output, /updates, an
+// export, any other answer or any error body, across a real server process that also delivers,
+// fails and restarts.
 import { expect } from 'chai';
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -40,11 +42,19 @@ describe('secrets and keys at rest and in output (e2e, server process)', functio
       seen.push(JSON.stringify(reply.body), JSON.stringify([...reply.headers]));
       return reply;
     };
-    const created = await call(`${server.url}/admin/v1/workspaces`, 'POST', ADMIN_TOKEN, { name: 'secrets' });
+    // Each issuing request under an Idempotency-Key, and retried: the same answer, replayed from its sealed record.
+    const issue = async (p: string, token: string, idempotencyKey: string, body?: unknown) => {
+      const first = await call(`${server.url}${p}`, 'POST', token, body, { 'Idempotency-Key': idempotencyKey });
+      const again = await call(`${server.url}${p}`, 'POST', token, body, { 'Idempotency-Key': idempotencyKey });
+      expect(again.headers.get('idempotent-replayed'), p).to.equal('true');
+      expect(again.body, p).to.deep.equal(first.body);
+      return first;
+    };
+    const created = await issue('/admin/v1/workspaces', ADMIN_TOKEN, 'workspace-1', { name: 'secrets' });
     const key = String(created.body.api_key);
-    const extra = await call(`${server.url}/admin/v1/workspaces/${created.body.workspace_id}/keys`, 'POST', ADMIN_TOKEN);
+    const extra = await issue(`/admin/v1/workspaces/${created.body.workspace_id}/keys`, ADMIN_TOKEN, 'key-1');
     const secondKey = String(extra.body.api_key);
-    const hook = await call(`${server.url}/api/v1/webhooks`, 'POST', key, { url: receiver.url });
+    const hook = await issue('/api/v1/webhooks', key, 'hook-1', { url: receiver.url });
     const secret = String(hook.body.secret);
     expect(secret).to.match(/^whsec_/);
 

@@ -168,14 +168,18 @@ describe('webhook secret rotation with a grace period (e2e, official standardweb
       expect(JSON.stringify(everything)).to.not.include(String(first.body.secret).slice('whsec_'.length));
     });
 
-    it('the retry of an answered rotation whose subscription was deleted since is 404, not the secret', async () => {
+    it('the retry of an answered rotation whose subscription was deleted since gets the first answer, and acts on nothing', async () => {
       const { id } = await subscribe(ws, receiver.url);
       const key = { 'Idempotency-Key': `rotate-deleted-${id}` };
-      expect((await rotate(id, {}, key)).status).to.equal(200);
+      const first = await rotate(id, {}, key);
+      expect(first.status).to.equal(200);
       expect((await ws.api('DELETE', `/api/v1/webhooks/${id}`)).status).to.equal(204);
+      // As every keyed POST: the first answer within 24 h, replayed from its (sealed) record.
       const again = await rotate(id, {}, key);
-      expect(again.status).to.equal(404);
-      expect(again.body).to.not.have.property('secret');
+      expect(again.status).to.equal(200);
+      expect(again.headers.get('idempotent-replayed')).to.equal('true');
+      expect(again.body).to.deep.equal(first.body);
+      expect((await ws.api('GET', '/api/v1/webhooks')).body.items.map((w: { id: string }) => w.id)).to.not.include(id);
     });
   });
 

@@ -21,10 +21,10 @@ export interface RecordedAnswer {
   readonly status: number;
   readonly body: Json;
   /**
-   * The body held a secret the log keeps only sealed, so it was not recorded (body null): a replay
-   * runs the request again under its claim, resumed, and the route answers from what it wrote.
+   * The body held a secret (a webhook secret, an API key), so the log has it only sealed, here, and
+   * `body` is null: a replay opens it and answers it as it was.
    */
-  readonly rerun?: true;
+  readonly sealed?: string;
 }
 
 export type KeyState =
@@ -85,7 +85,7 @@ const evolve: Aggregate<KeyState, KeyCommand>['evolve'] = (state, { type, data }
             kind: 'answered',
             claimId: state.claimId,
             fingerprint: state.fingerprint,
-            answer: { status: Number(data['status']), body: (data['body'] ?? null) as Json, ...(data['rerun'] === true ? { rerun: true as const } : {}) },
+            answer: { status: Number(data['status']), body: (data['body'] ?? null) as Json, ...(typeof data['sealed'] === 'string' ? { sealed: data['sealed'] } : {}) },
             atMs: Number(data['at_ms']),
           };
     case IDEMPOTENCY_EVENTS.released:

@@ -12,23 +12,31 @@
 // run appended stands, the rest is carried out, and the answer is the one the first run would have
 // given. Routes whose answer holds a secret that exists only in it (the admin routes that make API
 // keys) cannot be resumed: their retry runs only if the first run wrote nothing, and is otherwise
-// told the request was interrupted after writing. Routes whose answer holds a secret that the log
-// keeps sealed (a webhook secret rotation) mark it (ctx.state.secretAnswer): their successful answer
-// is recorded without its body, and a retry runs the request again under its claim, resumed, so the
-// route answers from what its first run wrote and the secret is never at rest in clear.
+// told the request was interrupted after writing. Routes whose answer holds a secret (a webhook's,
+// an API key) mark it (ctx.state.secretAnswer): the answer is recorded sealed with the service's
+// at-rest key, bound to its key's stream, so no secret is in the log in clear; a replay opens it.
 import { createHash } from 'node:crypto';
 import type Koa from 'koa';
 import type { CommandHandler } from '../../app/command-handler.js';
 import { holderGone, thisHolder } from '../../app/holder.js';
 import { runUnderClaim } from '../../app/request-claim.js';
+import { domainError } from '../../domain/errors.js';
 import { CLAIM_METADATA, idempotencyKeyAggregate, verdictOf, type ClaimRef, type RecordedAnswer } from '../../domain/idempotency/idempotency.js';
 import type { EventLog, Json } from '../../log/event-log.js';
 import type { IdSource } from '../../shared/ids.js';
 import { business, invalid } from '../api-error.js';
 import { renderFailure } from './errors.js';
 
+/** Seals the answers that hold secrets (the webhooks' secret box: its current and previous keys). */
+export interface AnswerSeal {
+  encrypt(text: string, context: string): string;
+  /** Throws when no key opens it (a key dropped from the ring since). */
+  decrypt(sealed: string, context: string): string;
+}
+
 export interface IdempotencyOptions {
   readonly log: EventLog;
+  readonly seal: AnswerSeal;
   readonly handle: CommandHandler;
   readonly newId: IdSource;
   readonly nowMs: () => number;
@@ -88,9 +96,21 @@ export const idempotency = (options: IdempotencyOptions): Koa.Middleware => {
     return false;
   };
 
-  const replay = (ctx: Koa.Context, answer: RecordedAnswer) => {
+  const replay = (ctx: Koa.Context, answer: RecordedAnswer, stream: string) => {
+    let body = answer.body;
+    if (answer.sealed !== undefined) {
+      try {
+        body = JSON.parse(options.seal.decrypt(answer.sealed, stream)) as Json;
+      } catch {
+        throw business(
+          domainError('CONFLICT', 'The answer to the request with this Idempotency-Key was sealed with a key the service no longer has: read the resources it concerns, and use a new key to try again', {
+            reason: 'idempotent_answer_lost',
+          }),
+        );
+      }
+    }
     ctx.status = answer.status;
-    ctx.body = answer.body;
+    ctx.body = body;
     ctx.set('Idempotent-Replayed', 'true');
   };
 
@@ -130,7 +150,7 @@ export const idempotency = (options: IdempotencyOptions): Koa.Middleware => {
           },
         };
         await handle(idempotencyKeyAggregate, stream, scope, { kind: 'answer', claim: abandoned, answer: lost, nowMs: nowMs() });
-        return replay(ctx, lost);
+        return replay(ctx, lost, stream);
       }
     }
 
@@ -145,12 +165,7 @@ export const idempotency = (options: IdempotencyOptions): Koa.Middleware => {
     });
     if (claimed._tag === 'Left') throw business(claimed.left, claimed.left.code === 'CONFLICT' ? { 'Retry-After': '1' } : {});
     const now = claimed.right.state;
-    if (now.kind === 'answered' && claimed.right.records.length === 0) {
-      if (now.answer.rerun !== true) return replay(ctx, now.answer);
-      await runUnderClaim(now.claimId, true, next).catch((caught: unknown) => renderFailure(ctx, caught));
-      ctx.set('Idempotent-Replayed', 'true');
-      return undefined;
-    }
+    if (now.kind === 'answered' && claimed.right.records.length === 0) return replay(ctx, now.answer, stream);
     if (now.kind !== 'claimed') throw new Error(`idempotency key ${stream}: claimed, but the key is ${now.kind}`);
     const mine: ClaimRef = { claimId, leaseUntilMs: now.leaseUntilMs };
 
@@ -159,8 +174,11 @@ export const idempotency = (options: IdempotencyOptions): Koa.Middleware => {
     } catch (caught) {
       renderFailure(ctx, caught);
     }
-    const sealed = (ctx.state as { secretAnswer?: true }).secretAnswer === true && ctx.status < 300;
-    const answer: RecordedAnswer = sealed ? { status: ctx.status, body: null, rerun: true } : { status: ctx.status, body: (ctx.body ?? null) as Json };
+    const body = (ctx.body ?? null) as Json;
+    const answer: RecordedAnswer =
+      (ctx.state as { secretAnswer?: true }).secretAnswer === true
+        ? { status: ctx.status, body: null, sealed: options.seal.encrypt(JSON.stringify(body), stream) }
+        : { status: ctx.status, body };
     const settle = NOTHING_WRITTEN.has(answer.status) || isSchemaFailure(answer.status, answer.body)
       ? ({ kind: 'release', claim: mine } as const)
       : ({ kind: 'answer', claim: mine, answer, nowMs: nowMs() } as const);

@@ -38,6 +38,8 @@ export const adminRoutes = (deps: AdminDeps): RouteModule => {
         const created = await deps.workspaces.create(body.name, body.plan ?? deps.defaultPlan);
         await deps.settled(created.position);
         ctx.status = 201;
+        // An API key in the answer: an Idempotency-Key's record of it is sealed.
+        ctx.state.secretAnswer = true;
         ctx.body = { workspace_id: created.workspaceId, api_key: created.apiKey };
       });
       router.patch('/workspaces/:workspace_id', async (ctx) => {
@@ -58,6 +60,7 @@ export const adminRoutes = (deps: AdminDeps): RouteModule => {
         if (issued._tag === 'Left') throw issued.left.code === 'WORKSPACE_NOT_FOUND' ? notFound('Workspace') : business(issued.left);
         await deps.settled(issued.right.position);
         ctx.status = 201;
+        ctx.state.secretAnswer = true;
         ctx.body = { key_id: issued.right.keyId, api_key: issued.right.apiKey };
       });
       router.patch('/workspaces/:workspace_id/keys/:key_id', async (ctx) => {

@@ -32,6 +32,8 @@ describe('README examples (e2e)', function () {
     ws = await svc.createWorkspace();
     outside = mkdtempSync(path.join(tmpdir(), 'sp-readme-'));
     for (const file of examples) copyFileSync(path.join(EXAMPLES, file), path.join(outside, file));
+    // What `npm i standardwebhooks` gives a reader's folder.
+    symlinkSync(path.join(REPO, 'node_modules'), path.join(outside, 'node_modules'));
   });
   after(async () => {
     for (const child of children) child.kill('SIGKILL');
@@ -60,7 +62,7 @@ describe('README examples (e2e)', function () {
 
   it('README quotes every file of examples/ verbatim', () => {
     const readme = readFileSync(path.join(REPO, 'README.md'), 'utf8');
-    expect(examples).to.include.members(['first-ticket.sh', 'receive-webhook.ts', 'poll-updates.ts', 'upload.sh', 'knowledge-base.sh', 'new-api-key.sh', 'export-history.sh', 'export-log.sh', 'rotate-webhook-secret.sh']);
+    expect(examples).to.include.members(['first-ticket.sh', 'receive-webhook.ts', 'receive-standard-webhook.ts', 'poll-updates.ts', 'upload.sh', 'knowledge-base.sh', 'new-api-key.sh', 'export-history.sh', 'export-log.sh', 'rotate-webhook-secret.sh']);
     for (const file of examples) {
       const fence = file.endsWith('.ts') ? 'ts' : 'sh';
       expect(readme, `README.md must quote examples/${file} in a \`\`\`${fence} block`).to.include(`\`\`\`${fence}\n${readFileSync(path.join(EXAMPLES, file), 'utf8')}\`\`\``);
@@ -165,6 +167,20 @@ describe('README examples (e2e)', function () {
     const body = '{"id":"x","type":"ticket.created"}';
     const forged = await fetch(`http://127.0.0.1:${port}/webhooks`, { method: 'POST', body, headers: { 'x-webhook-signature': `sha256=${createHmac('sha256', 'not-the-secret').update(body).digest('hex')}` } });
     expect(forged.status).to.equal(401);
+  });
+
+  it('receive-standard-webhook.ts verifies a real delivery with the official library and refuses a tampered one', async () => {
+    const port = await freePort();
+    const hooks = await svc.createWorkspace();
+    const { id, secret } = await subscribe(hooks, `http://127.0.0.1:${port}/webhooks`);
+    const receiver = program('receive-standard-webhook.ts', { WEBHOOK_SECRET: secret, PORT: String(port) });
+    await eventually('the receiver to listen', () => receiver.lines.some((l) => l.startsWith('listening on')), 20_000);
+    const test = await hooks.api('POST', `/api/v1/webhooks/${id}/test`);
+    expect(test.body).to.include({ delivered: true, status_code: 204 });
+    await eventually('the verified line', () => receiver.lines.some((l) => l.startsWith('verified webhook.test')));
+    const body = '{"id":"x","type":"ticket.created"}';
+    const headers = { 'webhook-id': 'msg_1', 'webhook-timestamp': String(Math.floor(Date.now() / 1000)), 'webhook-signature': 'v1,AAAA' };
+    expect((await fetch(`http://127.0.0.1:${port}/webhooks`, { method: 'POST', body, headers })).status).to.equal(401);
   });
 
   it('the five-minute guide: listen forwards a new ticket\'s events to receive-webhook.ts, verified', async () => {

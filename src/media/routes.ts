@@ -42,7 +42,12 @@ const operations: readonly Operation[] = [
     path: '/media/upload',
     summary: 'Upload one file (multipart/form-data, one part named "file" with a filename)',
     body: 'multipart-file',
-    answers: [answer(201, 'The stored file', Upload), refusal(413, 'business', 'MEDIA_TOO_LARGE'), refusal(502, 'business', 'MEDIA_UPLOAD_FAILED')],
+    answers: [
+      answer(201, 'The stored file', Upload),
+      refusal(413, 'business', 'MEDIA_TOO_LARGE'),
+      refusal(422, 'validation', 'Not multipart/form-data with a file part named "file"'),
+      refusal(502, 'business', 'MEDIA_UPLOAD_FAILED'),
+    ],
   },
   {
     method: 'get',

@@ -8,6 +8,7 @@ import { PUBLIC_EVENT_TYPES } from '../domain/event-types.js';
 import { WEBHOOK_TEST_EVENT, WebhookTestData } from '../domain/subscription/subscription.js';
 import { BusinessErrorBody, ShortErrorBody, ValidationErrorBody } from '../http/api-error.js';
 import { closedObject, toJsonSchema, type JsonSchema } from '../http/json-schema.js';
+import { IDEMPOTENCY_KEY_PATTERN } from '../http/middleware/idempotency.js';
 import type { Answer, ErrorFormat, Operation } from '../http/operations.js';
 
 export const API_PREFIX = '/api/v1';
@@ -23,8 +24,10 @@ const KEYED: readonly Answer[] = [
   { status: 503, error: 'business', description: 'MAINTENANCE_MODE or SERVICE_UNAVAILABLE, with Retry-After' },
 ];
 const DECODED: Answer = { status: 422, error: 'validation', description: 'The body, query or path fails its schema' };
-const WITH_BODY: readonly Answer[] = [
-  { status: 413, error: 'short', description: 'Request body too large' },
+const WITH_BODY: Answer = { status: 413, error: 'short', description: 'Request body too large' };
+/** What every POST may answer, as it takes an Idempotency-Key, body or none. */
+const IDEMPOTENT: readonly Answer[] = [
+  { status: 422, error: 'validation', description: 'The Idempotency-Key is not 1 to 255 visible ASCII characters' },
   { status: 422, error: 'business', description: 'IDEMPOTENCY_KEY_REUSED: the Idempotency-Key came with another request' },
   { status: 409, error: 'business', description: 'CONFLICT: a request with this Idempotency-Key is still running' },
 ];
@@ -34,7 +37,7 @@ const IDEMPOTENCY_KEY = {
   in: 'header',
   required: false,
   description: 'Retries of a POST under the same key are answered with the first answer, and carried out at most once',
-  schema: { type: 'string' },
+  schema: { type: 'string', pattern: IDEMPOTENCY_KEY_PATTERN },
 };
 
 /** `/tickets/:id` → `/tickets/{id}`, and the names of its parameters. */
@@ -103,7 +106,8 @@ const operationOf = (op: Operation, names: readonly string[]): JsonSchema => {
     ...op.answers,
     ...(op.keyless === true ? [] : KEYED),
     ...(decoded && op.body !== 'multipart-file' ? [DECODED] : []),
-    ...(op.body === undefined ? [] : WITH_BODY),
+    ...(op.body === undefined ? [] : [WITH_BODY]),
+    ...(op.method === 'post' ? IDEMPOTENT : []),
   ];
   const requestBody = requestBodyOf(op.body);
   return {

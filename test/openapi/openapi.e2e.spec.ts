@@ -127,6 +127,20 @@ describe('OpenAPI document (e2e)', () => {
     expect(conforms('delete', '/webhooks/{webhook_id}', await ws.api('DELETE', `/api/v1/webhooks/${id}`)).status).to.equal(204);
   });
 
+  it('every POST documents what its Idempotency-Key may draw, body or none, and the upload its 422 of a wrong content type', async () => {
+    const opened = await ws.api('POST', '/api/v1/tickets', { contact: { email: 'd@example.test' } });
+    const close = (key: string) => ws.api('POST', `/api/v1/tickets/${opened.body.id}/close`, undefined, { 'idempotency-key': key });
+    expect(conforms('post', '/tickets/{id}/close', await close('close-1')).status).to.equal(200);
+    const reused = await ws.api('POST', `/api/v1/tickets/${opened.body.id}/reopen`, undefined, { 'idempotency-key': 'close-1' });
+    expect(conforms('post', '/tickets/{id}/reopen', reused).body.error_code).to.equal('IDEMPOTENCY_KEY_REUSED');
+    expect(conforms('post', '/tickets/{id}/close', await close('')).status).to.equal(422);
+    const { parameters } = doc.paths['/tickets/{id}/close']?.['post'] as unknown as { parameters: { name: string; schema: { pattern: string } }[] };
+    const pattern = new RegExp(parameters.find((p) => p.name === 'Idempotency-Key')?.schema.pattern ?? '');
+    expect(['close-1', 'a'.repeat(255)].map((k) => pattern.test(k))).to.deep.equal([true, true]);
+    expect(['', 'has space', 'a'.repeat(256), 'é'].map((k) => pattern.test(k))).to.deep.equal([false, false, false, false]);
+    expect(conforms('post', '/media/upload', await ws.api('POST', '/api/v1/media/upload', { file: 'not multipart' })).status).to.equal(422);
+  });
+
   it('the check refuses an answer that breaks the document', () => {
     expect(problems('get', '/tickets/{id}', 404, { detail: 'Ticket not found' })).to.not.equal('');
     expect(problems('get', '/webhooks', 200, { items: [{ id: 'x' }] })).to.not.equal('');

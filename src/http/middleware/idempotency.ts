@@ -53,7 +53,9 @@ export interface IdempotencyOptions {
 }
 
 const HEADER = 'Idempotency-Key';
-const VALID_KEY = /^[\x21-\x7e]{1,255}$/;
+/** What an Idempotency-Key may be; the API document states the same pattern. */
+export const IDEMPOTENCY_KEY_PATTERN = '^[\\x21-\\x7e]{1,255}$';
+const VALID_KEY = new RegExp(IDEMPOTENCY_KEY_PATTERN);
 /** Answers after which nothing was written: the key is released, not bound to them. */
 const NOTHING_WRITTEN = new Set([429, 503]);
 
@@ -115,8 +117,9 @@ export const idempotency = (options: IdempotencyOptions): Koa.Middleware => {
   };
 
   return async (ctx, next) => {
+    // Sent empty is refused as malformed, not taken for no key: the client meant its retries to be safe.
+    if (ctx.method !== 'POST' || ctx.headers[HEADER.toLowerCase()] === undefined || !options.routed(ctx)) return next();
     const key = ctx.get(HEADER);
-    if (ctx.method !== 'POST' || key === '' || !options.routed(ctx)) return next();
     if (!VALID_KEY.test(key)) {
       throw invalid([{ type: 'value_error', loc: ['header', 'idempotency-key'], msg: 'Idempotency-Key should be 1 to 255 visible ASCII characters' }]);
     }

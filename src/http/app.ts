@@ -137,6 +137,13 @@ const surface = (prefix: string, guard: Koa.Middleware, modules: readonly RouteM
 const guarded = ({ prefix, router, guard }: Surface): Koa.Middleware => async (ctx, next) =>
   ctx.path === prefix || ctx.path.startsWith(`${prefix}/`) || router.match(ctx.path, ctx.method).path.length > 0 ? guard(ctx, next) : next();
 
+/** A path these routers know under other methods only: 405, with the methods it has in Allow. */
+const methodNotAllowed = (routers: readonly ApiRouter[]): Koa.Middleware => async (ctx, next) => {
+  const allowed = routers.flatMap((r) => r.match(ctx.path, ctx.method).path.flatMap((l) => l.methods));
+  if (allowed.length > 0) throw short(405, 'Method Not Allowed', { Allow: [...new Set(allowed)].join(', ') });
+  await next();
+};
+
 /** A route as registered: its methods and its path pattern (e.g. `/api/v1/tickets/:ticket_id`). */
 export interface RegisteredRoute {
   readonly methods: readonly string[];
@@ -162,6 +169,8 @@ export const createHttpApp = (options: HttpAppOptions): HttpApp => {
   const open = new Router<ApiState>(MATCHING);
   options.modules.forEach((m) => m.open?.(open));
   app.use(open.routes());
+  // Another method on an open path: answered here, as the guards below would ask for a key it never needs.
+  app.use(methodNotAllowed([open]));
   app.use(maintenance(options.maintenanceMode));
   const admin = adminOnly(options.adminToken);
   const adminSurface = surface('/admin/v1', admin, options.modules, (m) => m.admin);
@@ -180,9 +189,8 @@ export const createHttpApp = (options: HttpAppOptions): HttpApp => {
   const resumable = (ctx: Koa.Context) => !adminSurface.router.match(ctx.path, ctx.method).route;
   app.use(idempotency({ ...options.idempotency, routed, multipart, resumable }));
   for (const router of routers) app.use(router.routes());
-  app.use(async (ctx) => {
-    const allowed = routers.flatMap((r) => r.match(ctx.path, ctx.method).path.flatMap((l) => l.methods));
-    if (allowed.length > 0) throw short(405, 'Method Not Allowed', { Allow: [...new Set(allowed)].join(', ') });
+  app.use(methodNotAllowed(routers));
+  app.use(() => {
     throw short(404, 'Not Found');
   });
   return { app, routes: [open, ...routers].flatMap(registered) };

@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { expectError } from '../support/http-formats.js';
+import { rawRequest } from '../support/raw-http.js';
 import { call, startTestService, type TestService, type TestWorkspace } from '../support/server.js';
 
 describe('error formats (e2e)', () => {
@@ -24,6 +25,18 @@ describe('error formats (e2e)', () => {
     const method = await ws.api('PUT', '/api/v1/articles', { title: 'x', body: 'y' });
     expectError(method, 405, 'short');
     expect(method.headers.get('allow')).to.include('POST');
+  });
+
+  it('answers another method on a route open without a key with 405 and Allow, never asking for a key', async () => {
+    for (const route of ['/api/v1/openapi.json', '/api/v1/event-types', '/healthz']) {
+      for (const verb of ['POST', 'TRACE', 'DELETE']) {
+        // A bare socket: fetch refuses to send TRACE.
+        const reply = await rawRequest(ts.url, { parts: [`${verb} ${route} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`] });
+        expect([reply.status, reply.headers['allow'], JSON.parse(reply.body)], `${verb} ${route}`).to.deep.equal([405, 'HEAD, GET', { detail: 'Method Not Allowed' }]);
+      }
+    }
+    // A misspelt open route is still an unknown one, behind the key as before.
+    expectError(await call(`${ts.url}/api/v1/event-types/`, 'POST', null), 401, 'short');
   });
 
   it('answers malformed JSON with the schema 422', async () => {

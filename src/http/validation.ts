@@ -125,7 +125,10 @@ export const nameList = describedAs(new t.Type<string[], string[], unknown>(
   (u, c) => {
     const parts = (Array.isArray(u) ? u : [u]).flatMap((v) => (typeof v === 'string' ? v.split(',') : [null]));
     if (parts.some((p) => p === null)) return t.failure(u, c, 'Input should be a list of names');
-    return t.success([...new Set((parts as string[]).map((p) => p.trim()).filter((p) => p !== ''))]);
+    const names = (parts as string[]).map((p) => p.trim());
+    // An empty name (`types=`, `a,,b`) is a mistake, not "no filter".
+    if (names.includes('')) return t.failure(u, c, 'Input should be a list of names, none of them empty');
+    return t.success([...new Set(names)]);
   },
   (l) => l,
 ), { type: 'array', items: { type: 'string' }, description: 'Repeated, or comma separated' });

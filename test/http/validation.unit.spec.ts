@@ -51,6 +51,11 @@ describe('edge validation', () => {
     expect(decode(Query, { types: ['a,b', 'a', ' c '] }, 'query')).to.deep.equal({ types: ['a', 'b', 'c'] });
   });
 
+  it('refuses an empty name in a list, alone or between commas', () => {
+    const Query = t.type({ types: nameList });
+    for (const types of ['', 'a,,b', ['a', ' ']]) expect(problemsOf(() => decode(Query, { types }, 'query'))[0]?.msg).to.match(/none of them empty/);
+  });
+
   it('limits text length', () => {
     expect(problemsOf(() => decode(Body, { subject: 'x'.repeat(11), priority: 'high' }, 'body'))[0]?.msg).to.match(/at most 10/);
   });

@@ -105,6 +105,8 @@ describe('GET /api/v1/updates', () => {
     ['limit=100000', 'limit'],
     ['timeout=3600', 'timeout'],
     ['timeout=-1', 'timeout'],
+    ['types=', 'types'],
+    ['types=ticket.updated,,ticket.closed', 'types'],
     ['cursor=5', 'cursor'],
   ] as const) {
     it(`answers ${query} with a schema 422 on ${field}`, async () => {

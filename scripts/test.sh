@@ -12,6 +12,9 @@ export KAFKA_PORT="${TEST_KAFKA_PORT:-19092}"
 npx tsc --noEmit
 # The client helpers' own suites (node --test, pytest, go test): quick, and before the engines start.
 bash scripts/clients-test.sh
+# The OpenAPI fuzzer's Python (Schemathesis, in a venv under .cache): installed here once, in the open,
+# so test/openapi/fuzz.e2e.spec.ts finds it ready.
+bash scripts/openapi-fuzz-venv.sh >/dev/null
 
 # One run at a time per port pair: a second run would share, then lose, the first run's engines.
 mkdir -p .cache/run

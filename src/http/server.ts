@@ -21,8 +21,12 @@ const STATUS_OF: Readonly<Record<string, readonly [number, string]>> = {
   HPE_CHUNK_EXTENSIONS_OVERFLOW: [413, 'Payload Too Large'],
 };
 
-/** A complete HTTP/1.1 answer in the short error form, written straight to the socket. */
-export const parserRefusal = (code: string | undefined): string => {
+/**
+ * A complete HTTP/1.1 answer in the short error form, written straight to the socket; without its
+ * body for a HEAD request (its length still said), as HTTP has it: a client would read the body as
+ * the start of a next answer.
+ */
+export const parserRefusal = (code: string | undefined, head = false): string => {
   const [status, reason] = STATUS_OF[code ?? ''] ?? [400, 'Bad Request'];
   const body = JSON.stringify({ detail: `${reason}: the request could not be read as HTTP` });
   return [
@@ -32,7 +36,7 @@ export const parserRefusal = (code: string | undefined): string => {
     `X-Request-ID: ${randomId()}`,
     'Connection: close',
     '',
-    body,
+    head ? '' : body,
   ].join('\r\n');
 };
 
@@ -43,7 +47,9 @@ const onClientError = (error: NodeJS.ErrnoException, socket: Socket): void => {
     socket.destroy();
     return;
   }
-  socket.end(parserRefusal(error.code));
+  // The request line is the start of what the parser was reading (the whole request, unless it came in pieces).
+  const head = (error as { rawPacket?: Buffer }).rawPacket?.subarray(0, 5).toString('latin1') === 'HEAD ';
+  socket.end(parserRefusal(error.code, head));
 };
 
 export const createHttpServer = (app: { callback(): RequestListener }, limits: ServerLimits): Server => {

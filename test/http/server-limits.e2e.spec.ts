@@ -40,6 +40,14 @@ describe('HTTP connection limits (e2e)', function () {
     expect((await fetch(`${ts.url}/healthz`)).status).to.equal(200);
   });
 
+  it('answers a HEAD request the parser refuses without a body (its length still said), as HTTP has it', async () => {
+    const answer = await rawRequest(ts.url, { parts: [Buffer.from(`HEAD /api/v1/articles/${'a'.repeat(9000)}?page=${'9'.repeat(9000)} HTTP/1.1\r\nHost: x\r\n\r\n`, 'latin1')] });
+    expect(answer.status).to.equal(431);
+    expect(answer.closedByServer).to.equal(true);
+    expect(Number(answer.headers['content-length'])).to.be.greaterThan(0);
+    expect(answer.body, 'no byte after the headers').to.equal('');
+  });
+
   it('cuts a client that sends its headers too slowly with 408, and serves others meanwhile', async () => {
     const slow = rawRequest(ts.url, { parts: ['GET /healthz HTTP/1.1\r\n', 'Host: x\r\n'], waitMs: 10_000 });
     expect((await fetch(`${ts.url}/healthz`)).status).to.equal(200);

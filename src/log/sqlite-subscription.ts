@@ -84,8 +84,8 @@ export const subscribeLoop = (
         cursor = event.position;
       }
       cursor = Math.max(cursor, page.scannedTo);
+      // Nothing was awaited since the loop's check (the page was empty), so stop has not come meanwhile.
       if (nextCommit) {
-        if (stopped) return;
         await new Promise<void>((resolve) => {
           wake = resolve;
           void nextCommit.then(resolve);

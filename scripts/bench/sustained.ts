@@ -7,12 +7,16 @@
 // retries of the receiver's deliberate 500s came after their due time, false timeouts (a retry of an
 // attempt the receiver had answered 200), the deliveries still owed when writes stop, API p99 during
 // the run, and the start-up time of the resulting log.
-// `npm run bench -- sustained [--long]`, BENCH_SECONDS / BENCH_RATE to override.
+// With BENCH_ROLES=distributed the same traffic goes to the distributed roles on one host instead: an
+// API server, the relay and two dispatchers on one shared SQLite log, with Kafka and Redis the bench
+// starts on ports of its own; the start-up reported is then the API server's and a dispatcher's.
+// `npm run bench -- sustained [--long]`, BENCH_SECONDS / BENCH_RATE / BENCH_ROLES to override.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { createProcessGroup, type RoleProcess } from '../../test/support/processes.js';
+import { clusterEnv, createProcessGroup, type ProcessGroup, type RoleProcess } from '../../test/support/processes.js';
 import { send } from '../torture/http.js';
+import { engine as engineAt } from './engines.js';
 import { startSustainedReceiver, type ReceiverFigures, type SustainedReceiver } from './sustained-receiver.js';
 
 const ADMIN = 'bench-admin';
@@ -24,6 +28,8 @@ const RETRY_DELAY_MS = 1000;
 const TICKETS = 200;
 const TICK_MS = 10;
 const DRAIN_SECONDS = 120;
+const REDIS_PORT = 6396;
+const KAFKA_PORT = 19396;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const percentile = (sorted: readonly number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
@@ -114,8 +120,84 @@ const drain = async (url: string, ws: Workspace, receiver: SustainedReceiver, fr
   }
 };
 
+/** The processes serving the traffic, and how to time a restart of what serves it. */
+interface Topology {
+  /** Where the writes, polls and set-up go. */
+  readonly url: string;
+  /** Stops the service's processes and starts them again on the same log; resolves with ms per restarted role. */
+  restart(): Promise<Record<string, number>>;
+  stop(): Promise<void>;
+}
+
+/** ms from spawning `name` until its /readyz answers. */
+const timedStart = async (group: ProcessGroup, name: string, env: Record<string, string>): Promise<{ process: RoleProcess; ms: number }> => {
+  const began = performance.now();
+  const started = await group.start(name, env);
+  return { process: started, ms: Math.round(performance.now() - began) };
+};
+
+const stopped = async (role: RoleProcess): Promise<void> => {
+  role.kill('SIGTERM');
+  await role.exited;
+};
+
+/** The embedded default: one process. */
+const embedded = async (group: ProcessGroup): Promise<Topology> => {
+  let service = await group.start('service', {});
+  return {
+    url: service.url,
+    async restart() {
+      await stopped(service);
+      const again = await timedStart(group, 'restarted', {});
+      service = again.process;
+      return { startup_ms: again.ms };
+    },
+    stop: () => group.stopAll(),
+  };
+};
+
+/** The distributed roles on one host: relay, two dispatchers and an API server, on Kafka and Redis of the bench's own. */
+const distributed = async (group: ProcessGroup): Promise<Topology> => {
+  const engine = engineAt({ redis: REDIS_PORT, kafka: KAFKA_PORT });
+  await engine('redis', 'start');
+  await engine('kafka', 'start');
+  const stopEngines = async () => {
+    await engine('kafka', 'stop');
+    await engine('redis', 'stop');
+  };
+  try {
+    const cluster = clusterEnv('sustained', `redis://127.0.0.1:${REDIS_PORT}`, `127.0.0.1:${KAFKA_PORT}`);
+    const start = (name: string, role: string) => group.start(name, { ...cluster, ROLE: role });
+    await start('relay', 'relay');
+    let dispatchers = await Promise.all([start('dispatcher-1', 'dispatcher'), start('dispatcher-2', 'dispatcher')]);
+    let api = await start('api', 'api');
+    return {
+      url: api.url,
+      async restart() {
+        await stopped(api);
+        const apiAgain = await timedStart(group, 'api-restarted', { ...cluster, ROLE: 'api' });
+        api = apiAgain.process;
+        await stopped(dispatchers[0] as RoleProcess);
+        const dispatcherAgain = await timedStart(group, 'dispatcher-restarted', { ...cluster, ROLE: 'dispatcher' });
+        dispatchers = [dispatcherAgain.process, dispatchers[1] as RoleProcess];
+        return { startup_ms: apiAgain.ms, dispatcher_startup_ms: dispatcherAgain.ms };
+      },
+      async stop() {
+        await group.stopAll();
+        await stopEngines();
+      },
+    };
+  } catch (error) {
+    await group.stopAll();
+    await stopEngines();
+    throw error;
+  }
+};
+
 export async function run(opts: { long: boolean }): Promise<Record<string, number | string>> {
   const seconds = Number(process.env['BENCH_SECONDS'] ?? (opts.long ? 600 : 60));
+  const roles = process.env['BENCH_ROLES'] ?? 'embedded';
+  if (roles !== 'embedded' && roles !== 'distributed') throw new Error(`BENCH_ROLES=${roles}: embedded or distributed`);
   const dataDir = mkdtempSync(path.join(tmpdir(), 'bench-sustained-'));
   const receiver = await startSustainedReceiver(RETRY_DELAY_MS);
   const group = createProcessGroup({
@@ -128,18 +210,21 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
     RATE_LIMIT_PER_KEY: '1000000000',
     RATE_LIMIT_PER_IP: '1000000000',
   });
+  // Set before the try: the finally stops it.
+  let topology: Topology | null = null;
   try {
-    let service: RoleProcess = await group.start('service', {});
-    const ws = await setUp(service.url, receiver.url);
-    const ceilingPerS = await ceiling(service.url, ws);
+    topology = await (roles === 'distributed' ? distributed(group) : embedded(group));
+    const { url } = topology;
+    const ws = await setUp(url, receiver.url);
+    const ceilingPerS = await ceiling(url, ws);
     const rate = Number(process.env['BENCH_RATE'] ?? Math.max(1, Math.floor(ceilingPerS / 2)));
     console.error(`ceiling ${Math.round(ceilingPerS)} writes/s; sustaining ${rate} writes/s for ${seconds} s`);
     // The set-up's and the ceiling's deliveries arrive before the measured run starts.
-    await drain(service.url, ws, receiver, 0);
+    await drain(url, ws, receiver, 0);
 
     const startedMs = Date.now();
     let running = true;
-    const pollers = Array.from({ length: LONG_POLLERS }, () => longPoll(service.url, ws, () => running));
+    const pollers = Array.from({ length: LONG_POLLERS }, () => longPoll(url, ws, () => running));
     const latencies: number[] = [];
     let failed = 0;
     const inFlight = new Set<Promise<void>>();
@@ -148,7 +233,7 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
     for (let tick = 1; performance.now() < start + seconds * 1000; tick++) {
       // Open loop: writes go out on schedule whether or not earlier ones were answered.
       while (n < Math.floor((tick * TICK_MS * rate) / 1000)) {
-        const w = write(service.url, ws, ++n).then((ms) => (ms === null ? void failed++ : void latencies.push(ms)));
+        const w = write(url, ws, ++n).then((ms) => (ms === null ? void failed++ : void latencies.push(ms)));
         inFlight.add(w);
         void w.finally(() => inFlight.delete(w));
       }
@@ -156,12 +241,12 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
     }
     await Promise.all([...inFlight]);
     const stoppedMs = Date.now();
-    const owed = (await eventsSince(service.url, ws, startedMs)) * SUBSCRIPTIONS;
+    const owed = (await eventsSince(url, ws, startedMs)) * SUBSCRIPTIONS;
     const atStop = await receiver.figures();
     const receivedInRun = atStop.firstAttempts.filter(([committed]) => committed >= startedMs).length;
     running = false;
     const polled = (await Promise.all(pollers)).reduce((a, b) => a + b, 0);
-    const end = await drain(service.url, ws, receiver, startedMs);
+    const end = await drain(url, ws, receiver, startedMs);
 
     const inRun = end.firstAttempts.filter(([committed]) => committed >= startedMs && committed < stoppedMs);
     const lag = quantiles(inRun.map(([committed, arrived]) => arrived - committed));
@@ -171,16 +256,13 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
     perMinute.forEach((q, m) => console.error(`minute ${m + 1}: commit → first attempt p50 ${q.p50} ms, p99 ${q.p99} ms (${q.n} deliveries)`));
 
     // Start-up of the log the run left: stop, start again on the same folder, until /readyz answers.
-    service.kill('SIGTERM');
-    await service.exited;
-    const restarted = performance.now();
-    service = await group.start('restarted', {});
-    const startupMs = performance.now() - restarted;
+    const startup = await topology.restart();
 
     const api = quantiles(latencies);
     const retries = quantiles(end.retryLateMs);
     return {
       bench: 'sustained',
+      roles,
       seconds,
       ceiling_writes_per_s: Math.round(ceilingPerS),
       writes_per_s: rate,
@@ -198,10 +280,10 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
       api_p50_ms: api.p50,
       api_p99_ms: api.p99,
       long_poll_items: polled,
-      startup_ms: Math.round(startupMs),
+      ...startup,
     };
   } finally {
-    await group.stopAll();
+    await (topology?.stop() ?? group.stopAll());
     await receiver.close();
     rmSync(dataDir, { recursive: true, force: true });
   }

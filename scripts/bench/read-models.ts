@@ -3,7 +3,8 @@
 // in a fresh process, which reports how long it took until the ticket list answers with every ticket,
 // and its RSS and heap then. Two starts in a row: with the read models in memory both rebuild from the
 // whole log; with DATA_DIR/read-models.sqlite the first builds the file, the second resumes from it.
-// `npm run bench -- read-models [--long]`: 12,500 tickets (50,000 events); 50,000 with --long.
+// `npm run bench -- read-models [--long]`: 12,500 tickets (50,000 events); 50,000 with --long;
+// BENCH_TICKETS overrides (250000: a log of 1,000,000 events).
 // `--code DIR` runs the starts with the service of another checkout (e.g. a worktree of an older
 // commit, to compare): DIR/scripts/bench/read-models.ts must be this file.
 import { spawnSync } from 'node:child_process';
@@ -82,7 +83,7 @@ const start = (code: string, dataDir: string, key: string, tickets: number): { m
 };
 
 export const run = async ({ long, code }: { long: boolean; code?: string }) => {
-  const tickets = long ? 50_000 : 12_500;
+  const tickets = Number(process.env['BENCH_TICKETS'] ?? (long ? 50_000 : 12_500));
   const dataDir = mkdtempSync(path.join(tmpdir(), 'bench-read-models-'));
   const here = code ?? path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
   console.log(`load average before: ${loadavg()[0]?.toFixed(2)}; service code: ${here}`);

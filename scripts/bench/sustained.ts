@@ -2,7 +2,8 @@
 // process (`node --import tsx src/main.ts`, ROLE=all) on a fresh data folder, 10 webhook subscriptions
 // on a receiver in another process, 4 long pollers, and writes (new tickets and messages) at a set
 // rate for a set time. First the ceiling: the most writes/s the service acknowledges from 64
-// concurrent clients (5 s). Then writes at half of it (or BENCH_RATE) for BENCH_SECONDS (60; --long:
+// concurrent clients (5 s), a burst at the maximum write rate whose commit → first attempt lag and
+// delivery rate are reported too. Then writes at half of it (or BENCH_RATE) for BENCH_SECONDS (60; --long:
 // 600). Reported: commit → first attempt received p50/p99 per minute and over the run, how late the
 // retries of the receiver's deliberate 500s came after their due time, false timeouts (a retry of an
 // attempt the receiver had answered 200), the deliveries still owed when writes stop, API p99 during
@@ -216,11 +217,18 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
     topology = await (roles === 'distributed' ? distributed(group) : embedded(group));
     const { url } = topology;
     const ws = await setUp(url, receiver.url);
+    const burstStartedMs = Date.now();
     const ceilingPerS = await ceiling(url, ws);
+    const burstStoppedMs = Date.now();
     const rate = Number(process.env['BENCH_RATE'] ?? Math.max(1, Math.floor(ceilingPerS / 2)));
     console.error(`ceiling ${Math.round(ceilingPerS)} writes/s; sustaining ${rate} writes/s for ${seconds} s`);
-    // The set-up's and the ceiling's deliveries arrive before the measured run starts.
-    await drain(url, ws, receiver, 0);
+    // The set-up's and the ceiling's deliveries arrive before the measured run starts. The ceiling is
+    // also the burst at the maximum write rate: its deliveries' lag is reported on its own.
+    const afterBurst = await drain(url, ws, receiver, 0);
+    const inBurst = afterBurst.firstAttempts.filter(([committed]) => committed >= burstStartedMs && committed < burstStoppedMs);
+    const burst = quantiles(inBurst.map(([committed, arrived]) => arrived - committed));
+    const burstSpanS = inBurst.length === 0 ? 1 : (Math.max(...inBurst.map(([, arrived]) => arrived)) - burstStartedMs) / 1000;
+    console.error(`burst: commit → first attempt p50 ${burst.p50} ms, p99 ${burst.p99} ms (${burst.n} deliveries, ${Math.round(burst.n / burstSpanS)}/s)`);
 
     const startedMs = Date.now();
     let running = true;
@@ -265,6 +273,9 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
       roles,
       seconds,
       ceiling_writes_per_s: Math.round(ceilingPerS),
+      burst_first_attempt_p50_ms: burst.p50,
+      burst_first_attempt_p99_ms: burst.p99,
+      burst_deliveries_per_s: Math.round(burst.n / burstSpanS),
       writes_per_s: rate,
       writes: latencies.length,
       write_failures: failed,

@@ -46,7 +46,10 @@ export const openRoleLog = async (config: Config, clock: MicrosClock, thread: 'm
   // instead of at its next poll. Not the other way: the main thread's tails would wake at each
   // recorded delivery step; the poll takes those up in batches.
   const commitsChannel = config.role === 'all' ? { name: `event-log:${path.resolve(file)}`, role: thread === 'main' ? ('announce' as const) : ('hear' as const) } : undefined;
-  return openSqliteLog({ file, clock, shared: true, ...(commitsChannel === undefined ? {} : { commitsChannel }) });
+  // The delivery engine's connection records only its own bookkeeping, which no client was told of:
+  // its commits skip the fsync (a lost record repeats an attempt, at least once as always).
+  const durability = thread === 'dispatcher' || config.role === 'dispatcher' ? 'relaxed' : 'full';
+  return openSqliteLog({ file, clock, shared: true, durability, ...(commitsChannel === undefined ? {} : { commitsChannel }) });
 };
 
 /** The log of the embedded role's dispatcher thread: its own connection, never the sequencer. */

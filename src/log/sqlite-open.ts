@@ -92,6 +92,14 @@ export interface OpenMode {
   readonly shared: boolean;
   /** Shared mode: how long a statement waits for another process's lock before SQLITE_BUSY. */
   readonly busyTimeoutMs: number;
+  /**
+   * `full` (default): every commit is fsynced. `relaxed`: this connection's commits are not (synchronous
+   * NORMAL), for a writer whose records no client was told of (the delivery engine's bookkeeping):
+   * the WAL is one file, so the next fsynced commit of any connection, or a checkpoint, makes them
+   * durable with it. They survive a killed process; an OS crash may lose the last of them, never
+   * what came before an fsynced commit.
+   */
+  readonly durability?: 'full' | 'relaxed';
 }
 
 /**
@@ -124,6 +132,7 @@ export const openLogDatabase = (file: string, mode: OpenMode): Database.Database
     // creation between them (application id still 0, tables already there: "another application").
     db.transaction(() => checkIdentity(db))();
     applyPragmas(db);
+    if (mode.durability === 'relaxed') db.pragma('synchronous = NORMAL');
     // A write now takes the exclusive lock in embedded mode, also when the log already exists. The
     // identity is checked again under the write lock: another process may have created the schema.
     db.transaction(() => {

@@ -1,4 +1,4 @@
-// The SQLite EventLog: one file (WAL, synchronous=FULL), written by this process alone (embedded
+// The SQLite EventLog: one file (WAL, synchronous=FULL unless relaxed), written by this process alone (embedded
 // mode, the default) or by several processes of one host (shared mode). Appends are group-committed
 // per process in BEGIN IMMEDIATE transactions; stream revisions, positions and each workspace's last
 // offset are read inside the write transaction, so offsets strictly increase per workspace in commit
@@ -40,11 +40,13 @@ export interface SqliteLogOptions {
    * (`hear`), sooner than the next poll.
    */
   readonly commitsChannel?: { readonly name: string; readonly role: 'announce' | 'hear' };
+  /** Whether each commit of this connection is fsynced (default `full`; see OpenMode). */
+  readonly durability?: 'full' | 'relaxed';
 }
 
 export interface SqliteEventLog extends EventLog {
-  /** Commits so far and the writes they carried (group-commit efficiency, for tests and benchmarks). */
-  stats(): { readonly transactions: number; readonly writes: number };
+  /** Commits so far and the writes they carried (group-commit efficiency), and whether commits are fsynced, as SQLite has it. */
+  stats(): { readonly transactions: number; readonly writes: number; readonly durability: 'full' | 'relaxed' };
   /** scripts/export.ts only: public events as raw rows with the data's stored JSON text (sqlite-export.ts). */
   exportPages(query: ExportQuery): Iterable<ExportRow[]>;
 }
@@ -59,7 +61,7 @@ const isKnownId = (error: unknown): boolean =>
 export const openSqliteLog = (options: SqliteLogOptions): SqliteEventLog => {
   const shared = options.shared ?? false;
   const busyTimeoutMs = options.busyTimeoutMs ?? 5000;
-  const db = openLogDatabase(options.file, { shared, busyTimeoutMs });
+  const db = openLogDatabase(options.file, { shared, busyTimeoutMs, ...(options.durability === undefined ? {} : { durability: options.durability }) });
   const clock = options.clock ?? systemMicros;
   const pageSize = options.pageSize ?? 1000;
 
@@ -231,7 +233,8 @@ export const openSqliteLog = (options: SqliteLogOptions): SqliteEventLog => {
       ensureOpen();
       return headNow();
     },
-    stats: () => ({ ...writer.stats }),
+    // synchronous: 2 is FULL, 1 NORMAL.
+    stats: () => ({ ...writer.stats, durability: db.pragma('synchronous', { simple: true }) === 2 ? 'full' : 'relaxed' }),
     exportPages: (query) => {
       ensureOpen();
       return exportPages(query);

@@ -1,6 +1,6 @@
 // One SQLite write transaction at a time for a projection store: opened by the first write, committed
-// on the next macrotask or after `batch` counted writes, so a catch-up commits once per page of the
-// log rather than once per event. A failed write or commit rolls the transaction back and throws what
+// on the next macrotask (or `commitAfterMs` later) or after `batch` counted writes, so a catch-up
+// commits once per page of the log rather than once per event. A failed write or commit rolls the transaction back and throws what
 // the store's `failed` makes of the error (a ProjectionReset: its runners resume from the file's checkpoints).
 import type Database from 'better-sqlite3';
 
@@ -15,10 +15,26 @@ export interface BatchedWrites {
 
 export const batchedWrites = (
   db: Database.Database,
-  options: { readonly batch: number; readonly beforeCommit: () => void; readonly failed: (error: unknown) => Error },
+  options: {
+    readonly batch: number;
+    /**
+     * How long an open transaction waits for more writes before it commits (default: the next
+     * macrotask). Longer suits a store read from other connections that may lag: each commit
+     * rewrites the pages it touched, and a live tail touches the same pages over and over.
+     */
+    readonly commitAfterMs?: number;
+    readonly beforeCommit: () => void;
+    readonly failed: (error: unknown) => Error;
+  },
 ): BatchedWrites => {
   let applied = 0;
-  let commitSoon: NodeJS.Immediate | null = null;
+  let commitSoon: NodeJS.Immediate | NodeJS.Timeout | null = null;
+  const cancelCommit = (): void => {
+    if (commitSoon === null) return;
+    if (options.commitAfterMs === undefined) clearImmediate(commitSoon as NodeJS.Immediate);
+    else clearTimeout(commitSoon as NodeJS.Timeout);
+    commitSoon = null;
+  };
 
   const failed = (error: unknown): Error => {
     try {
@@ -30,8 +46,7 @@ export const batchedWrites = (
   };
 
   const commit = (): void => {
-    if (commitSoon !== null) clearImmediate(commitSoon);
-    commitSoon = null;
+    cancelCommit();
     applied = 0;
     if (!db.inTransaction) return;
     try {
@@ -47,7 +62,7 @@ export const batchedWrites = (
       try {
         if (!db.inTransaction) {
           db.exec('BEGIN');
-          commitSoon = setImmediate(commit);
+          commitSoon = options.commitAfterMs === undefined ? setImmediate(commit) : setTimeout(commit, options.commitAfterMs);
         }
         return run();
       } catch (error) {

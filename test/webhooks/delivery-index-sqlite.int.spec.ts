@@ -6,7 +6,7 @@ import * as path from 'node:path';
 import Database from 'better-sqlite3';
 import { expect } from 'chai';
 import { DELIVERY_INDEX_VERSION, type DeliveryIndex } from '../../projections/deliveries-index.js';
-import { DeliveryIndexUnavailable, openSqliteDeliveryHistory, openSqliteDeliveryIndex } from '../../projections/deliveries-index-sqlite.js';
+import { COMMIT_AFTER_MS, DeliveryIndexUnavailable, openSqliteDeliveryHistory, openSqliteDeliveryIndex } from '../../projections/deliveries-index-sqlite.js';
 import { packSteps } from '../../src/domain/delivery/delivery.js';
 import { deliveryIndexContract } from './delivery-index.contract.js';
 
@@ -61,7 +61,8 @@ describe('delivery history index file (int)', () => {
       writer.apply(scheduled(1));
       // Not committed yet: the reader sees the last commit only.
       expect((await reader.page({ subscriptionId: 's1', limit: 10 })).items).to.deep.equal([]);
-      await new Promise((resolve) => setImmediate(resolve));
+      // Committed once the transaction has waited its time for more writes.
+      await new Promise((resolve) => setTimeout(resolve, COMMIT_AFTER_MS + 20));
       writer.apply(scheduled(2));
       expect((await reader.page({ subscriptionId: 's1', limit: 10 })).items.map((d) => d.id)).to.deep.equal(['d1']);
     } finally {

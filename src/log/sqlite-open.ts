@@ -10,6 +10,13 @@ export const APPLICATION_ID = 0x53504c31;
 export const SCHEMA_VERSION = 2;
 
 /**
+ * Reads filtered by type find their events through it (sqlite-rows.ts): the read models of rare
+ * types (workspaces, keys, webhooks, articles) catch up at start without reading the whole log.
+ * Created on logs made before it, once, at open.
+ */
+const TYPE_INDEX = 'CREATE INDEX IF NOT EXISTS events_type ON events (type, position)';
+
+/**
  * `position` is AUTOINCREMENT so positions are never reused after the tail is deleted (a cursor past
  * a deleted event must not skip a later one). `workspace_offsets` keeps each workspace's last offset
  * for the same reason: offsets keep increasing after the events that carried them are gone.
@@ -29,6 +36,7 @@ CREATE TABLE events (
   UNIQUE (stream, revision)
 );
 CREATE INDEX events_feed ON events (workspace_id, feed_offset) WHERE feed_offset IS NOT NULL;
+${TYPE_INDEX};
 CREATE TABLE workspace_offsets (
   workspace_id TEXT PRIMARY KEY,
   last_offset INTEGER NOT NULL
@@ -136,7 +144,7 @@ export const openLogDatabase = (file: string, mode: OpenMode): Database.Database
     // A write now takes the exclusive lock in embedded mode, also when the log already exists. The
     // identity is checked again under the write lock: another process may have created the schema.
     db.transaction(() => {
-      if (checkIdentity(db) === 'ours') return;
+      if (checkIdentity(db) === 'ours') return void db.exec(TYPE_INDEX);
       db.exec(SCHEMA);
       db.pragma(`application_id = ${APPLICATION_ID}`);
       db.pragma(`user_version = ${SCHEMA_VERSION}`);

@@ -39,10 +39,21 @@ export const filteredReads = (db: Database.Database) => {
     return statement;
   };
   const typeClause = (types: string | undefined) => (types === undefined ? '' : ' AND type IN (SELECT value FROM json_each(@types))');
+  // A page of some types: each type's next positions from the (type, position) index alone, merged,
+  // then those rows. Its cost is the page's (times the types asked for, in index entries), where a
+  // scan in position order reads every event in between: the whole log for a type that is rare.
+  const positionsOfType = db.prepare('SELECT position FROM events INDEXED BY events_type WHERE type = ? AND position > ? ORDER BY position LIMIT ?').pluck();
+  const rowsAt = db.prepare(`SELECT ${COLUMNS} FROM events WHERE position IN (SELECT value FROM json_each(?)) ORDER BY position`).raw();
+  const typedPage = (types: readonly string[], after: number, limit: number): Row[] => {
+    const positions = [...new Set(types)].flatMap((type) => positionsOfType.all(type, after, limit) as number[]);
+    if (positions.length === 0) return [];
+    return rowsAt.all(JSON.stringify(positions.sort((a, b) => a - b).slice(0, limit))) as Row[];
+  };
   return {
     all: (options: ReadAllOptions): Row[] => {
-      const types = typesParam(options.types);
       const ws = options.workspaceId;
+      if (options.types !== undefined && ws === undefined && options.limit !== undefined && options.limit > 0) return typedPage(options.types, options.after, options.limit);
+      const types = typesParam(options.types);
       const statement = prepare(`all:${types !== undefined}:${ws !== undefined}`, () =>
         `SELECT ${COLUMNS} FROM events WHERE position > @after${ws === undefined ? '' : ' AND workspace_id = @ws'}` +
         `${typeClause(types)} ORDER BY position LIMIT @limit`,

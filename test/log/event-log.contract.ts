@@ -298,6 +298,26 @@ export const eventLogContract = (name: string, factory: EventLogFactory): void =
         expect(byType.map((r) => r.type)).to.deep.equal(['ticket.closed']);
       });
 
+      it('pages of several types, across workspaces, come in log order, each after the last', async () => {
+        const [a, b, c] = [unique('type-a'), unique('type-b'), unique('type-c')];
+        const other = unique('ws');
+        const order = [a, b, c, a, a, b, c, c, a, b, 'message.created', a];
+        const { records } = await log.append(unique('ticket'), order.map((type, n) => event(n % 3 === 0 ? other : ws, type, { n })), 'any');
+        const wanted = ids(records.filter((r) => r.type === a || r.type === b));
+        const paged: RecordedEvent[] = [];
+        for (let cursor = start; ; ) {
+          // A type named twice is read once.
+          const page = await log.readAll({ after: cursor, limit: 3, types: [b, a, b] });
+          expect(page.length).to.be.at.most(3);
+          if (page.length === 0) break;
+          paged.push(...page);
+          cursor = (page.at(-1) as RecordedEvent).position;
+        }
+        expect(ids(paged)).to.deep.equal(wanted);
+        expect(await log.readAll({ after: start, limit: 0, types: [a] })).to.deep.equal([]);
+        expect(ids(await log.readAll({ after: start, types: [c] }))).to.deep.equal(ids(records.filter((r) => r.type === c)));
+      });
+
       it('headPosition is the position of the last event', async () => {
         const { records } = await log.append(unique('ticket'), events(ws, 3), 'any');
         const head = await log.headPosition();

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import Database from 'better-sqlite3';
 import { expect } from 'chai';
 import type { NewEvent } from '../../src/log/event-log.js';
 import { openSqliteLog } from '../../src/log/sqlite.js';
@@ -108,6 +109,27 @@ describe('SQLite event log', () => {
     expect(records[0]).to.include({ position: 4, offset: 1_003 });
     expect((await second.readStream('keep')).map((r) => r.offset)).to.deep.equal([1_000]);
     await second.close();
+  });
+
+  it('gives a log made before the type index that index at open, and reads it by type as before', async () => {
+    const file = freshFile();
+    const first = openSqliteLog({ file });
+    await first.append('s', [newEvent('ws', 'ticket.created'), newEvent('ws'), newEvent('ws', 'ticket.created')], 'no_stream');
+    await first.close();
+    const raw = new Database(file);
+    raw.exec('DROP INDEX events_type');
+    raw.close();
+
+    const second = openSqliteLog({ file });
+    try {
+      expect((await second.readAll({ after: 0, limit: 10, types: ['ticket.created'] })).map((e) => e.position)).to.deep.equal([1, 3]);
+    } finally {
+      await second.close();
+    }
+    // Looked at once the log is closed: it holds the file alone while open.
+    const check = new Database(file, { readonly: true });
+    expect(check.prepare("SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'events_type'").pluck().get()).to.equal(1);
+    check.close();
   });
 
   it('rejects calls after close', async () => {

@@ -2,12 +2,20 @@
 // One pure function builds it from a recorded event, so webhooks and /updates carry the same bytes.
 import * as t from 'io-ts';
 import type { JsonObject, RecordedEvent } from '../log/event-log.js';
+import { EventData } from './catalogue.js';
+import { PUBLIC_EVENT_TYPES, type PublicEventType } from './event-types.js';
 
 /** The envelope's shape for one event type and its data (generic by default), as the API document shows it. */
 export const EnvelopeOf = <T extends t.Mixed, D extends t.Mixed>(type: T, data: D) =>
   t.type({ id: t.string, type, timestamp: t.string, workspace_id: t.string, data, _links: t.record(t.string, t.string) });
 
-export const AnyEnvelope = EnvelopeOf(t.string, t.UnknownRecord);
+/** Each public event's envelope: its `type` the event's name, its `data` the catalogue's codec. */
+export const EventEnvelope: Readonly<Record<PublicEventType, t.Mixed>> = Object.fromEntries(
+  PUBLIC_EVENT_TYPES.map((type): [PublicEventType, t.Mixed] => [type, EnvelopeOf(t.literal(type), EventData[type])]),
+) as Record<PublicEventType, t.Mixed>;
+
+/** The envelope of any public event: one of EventEnvelope, told apart by `type`. */
+export const PublicEnvelope = t.union(PUBLIC_EVENT_TYPES.map((type) => EventEnvelope[type]) as unknown as [t.Mixed, t.Mixed, ...t.Mixed[]]);
 
 export interface Envelope {
   readonly id: string;

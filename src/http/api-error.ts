@@ -6,6 +6,7 @@ import * as t from 'io-ts';
 import { ERROR_CODES, type DomainError, type ErrorCode } from '../domain/errors.js';
 import type { JsonObject } from '../log/event-log.js';
 import { statusOf } from './error-status.js';
+import type { ResponseHeaders } from './response-headers.js';
 
 export interface Problem {
   readonly type: string;
@@ -30,17 +31,17 @@ export const ValidationErrorBody = t.type({ detail: t.readonlyArray(t.type({ typ
 export class ApiFailure extends Error {
   constructor(
     readonly error: ApiError,
-    readonly headers: Readonly<Record<string, string>> = {},
+    readonly headers: ResponseHeaders = {},
   ) {
     super(error.kind === 'business' ? `${error.code}: ${error.message}` : JSON.stringify(error));
     this.name = 'ApiFailure';
   }
 }
 
-export const business = (error: DomainError, headers?: Record<string, string>): ApiFailure =>
+export const business = (error: DomainError, headers?: ResponseHeaders): ApiFailure =>
   new ApiFailure({ kind: 'business', status: statusOf(error.code), code: error.code, message: error.message, detail: error.detail }, headers);
 
-export const short = (status: number, detail: string, headers?: Record<string, string>): ApiFailure =>
+export const short = (status: number, detail: string, headers?: ResponseHeaders): ApiFailure =>
   new ApiFailure({ kind: 'short', status, detail }, headers);
 
 export const invalid = (problems: readonly Problem[]): ApiFailure => new ApiFailure({ kind: 'validation', problems });

@@ -1,13 +1,19 @@
 // What a route module tells the API document about its public routes: the codecs its handlers decode
 // with and answer in. The document (src/openapi) adds what every keyed route shares (the key, the
-// rate limit, the 422 of a body or query that fails its codec, 500/503), so a route lists only its own.
+// rate limit, the 422 of a body or query that fails its codec, 500/503, and the headers those carry),
+// so a route lists only its own answers, and the headers of src/http/response-headers.ts they carry.
 import type * as t from 'io-ts';
+import type { ResponseHeader } from './response-headers.js';
 
 export type ErrorFormat = 'business' | 'short' | 'validation';
 
-export type Answer =
-  | { readonly status: number; readonly description: string; readonly body?: t.Any; readonly media?: 'binary' }
-  | { readonly status: number; readonly description: string; readonly error: ErrorFormat };
+/** Which headers of the table an answer carries: on every such answer, or on some. */
+export type AnswerHeaders = Readonly<Partial<Record<ResponseHeader, 'always' | 'sometimes'>>>;
+
+export type Answer = { readonly status: number; readonly description: string; readonly headers?: AnswerHeaders } & (
+  | { readonly body?: t.Any; readonly media?: 'binary' }
+  | { readonly error: ErrorFormat }
+);
 
 export interface Operation {
   readonly method: 'get' | 'post' | 'put' | 'patch' | 'delete';
@@ -23,6 +29,14 @@ export interface Operation {
   readonly keyless?: true;
 }
 
-export const answer = (status: number, description: string, body?: t.Any): Answer => (body === undefined ? { status, description } : { status, description, body });
+export const answer = (status: number, description: string, body?: t.Any, headers?: AnswerHeaders): Answer => ({
+  status,
+  description,
+  ...(body === undefined ? {} : { body }),
+  ...(headers === undefined ? {} : { headers }),
+});
+
+/** Headers on every such answer. */
+export const always = (...names: readonly ResponseHeader[]): AnswerHeaders => Object.fromEntries(names.map((name) => [name, 'always']));
 
 export const refusal = (status: number, error: ErrorFormat, description: string): Answer => ({ status, error, description });

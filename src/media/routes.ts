@@ -16,7 +16,8 @@ import { business, invalid, notFound, short } from '../http/api-error.js';
 import type { RouteModule } from '../http/app.js';
 import type { ApiContext } from '../http/context.js';
 import { decode } from '../http/validation.js';
-import { answer, refusal, type Operation } from '../http/operations.js';
+import { always, answer, refusal, type Operation } from '../http/operations.js';
+import { setHeaders, type ResponseHeader } from '../http/response-headers.js';
 import type { MediaStore } from './media-store.js';
 import type { MediaLinks } from './signed-links.js';
 import { receiveUpload } from './upload.js';
@@ -36,6 +37,9 @@ const BucketBody = t.type({ base_url: t.union([BucketUrl, t.null]) });
 
 const Upload = t.type({ id: t.string, file_name: t.string, content_type: t.string, size: t.number, url: t.string });
 
+/** What servingHeaders sets on every file it serves. */
+const SERVING_HEADERS = ['Content-Disposition', 'X-Content-Type-Options', 'Content-Security-Policy', 'Cache-Control'] as const satisfies readonly ResponseHeader[];
+
 const operations: readonly Operation[] = [
   {
     method: 'post',
@@ -53,7 +57,11 @@ const operations: readonly Operation[] = [
     method: 'get',
     path: '/media/:media_id',
     summary: 'Download a file, served inert',
-    answers: [{ status: 200, description: 'The file, with its content type', media: 'binary' }, answer(302, "Redirect to the workspace's own bucket, when one is set"), refusal(404, 'short', 'File not found')],
+    answers: [
+      { status: 200, description: 'The file, with its content type', media: 'binary', headers: always(...SERVING_HEADERS) },
+      answer(302, "Redirect to the workspace's own bucket, when one is set", undefined, always('Location')),
+      refusal(404, 'short', 'File not found'),
+    ],
   },
 ];
 
@@ -64,7 +72,7 @@ const operations: readonly Operation[] = [
 const INERT = /^(image\/(png|jpeg|gif|webp|avif|bmp)|audio\/[\w.+-]+|video\/[\w.+-]+|text\/plain)$/;
 
 /** Headers that keep an uploaded file inert wherever it is opened. */
-export const servingHeaders = (fileName: string, contentType: string): Record<string, string> => ({
+export const servingHeaders = (fileName: string, contentType: string): Record<(typeof SERVING_HEADERS)[number], string> => ({
   'Content-Disposition': `${INERT.test(contentType) ? 'inline' : 'attachment'}; filename*=UTF-8''${encodeURIComponent(fileName)}`,
   // Served as declared, never sniffed into something else.
   'X-Content-Type-Options': 'nosniff',
@@ -97,7 +105,7 @@ export const mediaRoutes = (core: Core, store: MediaStore, links: MediaLinks): R
     if (object === null) throw notFound('File');
     ctx.type = file.content_type;
     ctx.length = object.size;
-    ctx.set(servingHeaders(file.file_name, file.content_type));
+    setHeaders(ctx, servingHeaders(file.file_name, file.content_type));
     ctx.body = object.stream;
   };
 

@@ -1,27 +1,35 @@
 // The OpenAPI 3.1 document of the public API, built from the route modules' operations
 // (src/http/operations.ts) and the event catalogue: every schema in it is a codec the code decodes
-// with, answers in or emits events by, turned into JSON Schema (src/http/json-schema.ts).
+// with, answers in or emits events by, turned into JSON Schema (src/http/json-schema.ts). Each public
+// event's envelope is written once, in components.schemas under the event's name, and referenced by
+// its webhook and by /updates' tagged union of them. Every answer's headers come from the table of
+// src/http/response-headers.ts.
 import * as t from 'io-ts';
 import { EventData } from '../domain/catalogue.js';
-import { EnvelopeOf } from '../domain/envelope.js';
+import { EnvelopeOf, EventEnvelope } from '../domain/envelope.js';
 import { PUBLIC_EVENT_TYPES } from '../domain/event-types.js';
 import { WEBHOOK_TEST_EVENT, WebhookTestData } from '../domain/subscription/subscription.js';
 import { BusinessErrorBody, ShortErrorBody, ValidationErrorBody } from '../http/api-error.js';
-import { closedObject, toJsonSchema, type JsonSchema } from '../http/json-schema.js';
-import { IDEMPOTENCY_KEY_PATTERN } from '../http/middleware/idempotency.js';
+import { closedObject, definitionOf, toJsonSchema, type JsonSchema, type SchemaRefs } from '../http/json-schema.js';
+import { IDEMPOTENCY_KEY_PATTERN, NOTHING_WRITTEN } from '../http/middleware/idempotency.js';
 import type { Answer, ErrorFormat, Operation } from '../http/operations.js';
+import { RESPONSE_HEADERS, type ResponseHeader } from '../http/response-headers.js';
 
 export const API_PREFIX = '/api/v1';
 
 const ERROR_SCHEMAS: Readonly<Record<ErrorFormat, string>> = { business: 'BusinessError', short: 'ShortError', validation: 'ValidationError' };
 const ref = (format: ErrorFormat): JsonSchema => ({ $ref: `#/components/schemas/${ERROR_SCHEMAS[format]}` });
 
+/** The public events' envelopes, each a schema of its own named after its event. */
+const EVENT_REFS: SchemaRefs = new Map(PUBLIC_EVENT_TYPES.map((type) => [EventEnvelope[type], `#/components/schemas/${type}`]));
+const schemaOf = (codec: t.Any): JsonSchema => toJsonSchema(codec, EVENT_REFS);
+
 /** What every keyed route may answer besides its own answers. */
 const KEYED: readonly Answer[] = [
-  { status: 401, error: 'short', description: 'Missing or unknown API key' },
-  { status: 429, error: 'business', description: 'RATE_LIMIT_EXCEEDED (per key and per address), with Retry-After' },
+  { status: 401, error: 'short', description: 'Missing or unknown API key', headers: { 'WWW-Authenticate': 'always' } },
+  { status: 429, error: 'business', description: 'RATE_LIMIT_EXCEEDED (per key and per address)', headers: { 'Retry-After': 'always' } },
   { status: 500, error: 'business', description: 'INTERNAL_ERROR' },
-  { status: 503, error: 'business', description: 'MAINTENANCE_MODE or SERVICE_UNAVAILABLE, with Retry-After' },
+  { status: 503, error: 'business', description: 'MAINTENANCE_MODE or SERVICE_UNAVAILABLE', headers: { 'Retry-After': 'always' } },
 ];
 const DECODED: Answer = { status: 422, error: 'validation', description: 'The body, query or path fails its schema' };
 const WITH_BODY: Answer = { status: 413, error: 'short', description: 'Request body too large' };
@@ -29,8 +37,23 @@ const WITH_BODY: Answer = { status: 413, error: 'short', description: 'Request b
 const IDEMPOTENT: readonly Answer[] = [
   { status: 422, error: 'validation', description: 'The Idempotency-Key is not 1 to 255 visible ASCII characters' },
   { status: 422, error: 'business', description: 'IDEMPOTENCY_KEY_REUSED: the Idempotency-Key came with another request' },
-  { status: 409, error: 'business', description: 'CONFLICT: a request with this Idempotency-Key is still running' },
+  { status: 409, error: 'business', description: 'CONFLICT: a request with this Idempotency-Key is still running', headers: { 'Retry-After': 'sometimes' } },
 ];
+
+/** What every answer carries besides its own headers: the request id, and for a POST the mark of a replayed answer (any answer that is recorded). */
+const withCommonHeaders = (op: Operation, a: Answer): Answer => ({
+  ...a,
+  headers: { 'X-Request-ID': 'always', ...(op.method === 'post' && !NOTHING_WRITTEN.has(a.status) ? { 'Idempotent-Replayed': 'sometimes' } : {}), ...a.headers },
+});
+
+/** The headers of one status: each any of its answers carries, required when all of them always do. */
+const headersOf = (same: readonly Answer[]): JsonSchema | undefined => {
+  const names = [...new Set(same.flatMap((a) => Object.keys(a.headers ?? {}) as ResponseHeader[]))];
+  if (names.length === 0) return undefined;
+  return Object.fromEntries(
+    names.map((name) => [name, { description: RESPONSE_HEADERS[name].description, required: same.every((a) => a.headers?.[name] === 'always'), schema: RESPONSE_HEADERS[name].schema }]),
+  );
+};
 
 const IDEMPOTENCY_KEY = {
   name: 'Idempotency-Key',
@@ -47,7 +70,7 @@ const openApiPath = (path: string): { path: string; names: string[] } => ({
 });
 
 const propertiesOf = (codec: t.Any, what: string): { properties: Record<string, JsonSchema>; required: string[] } => {
-  const schema = toJsonSchema(codec);
+  const schema = schemaOf(codec);
   if (schema['type'] !== 'object') throw new Error(`${what}: an object codec is needed to list parameters`);
   return { properties: (schema['properties'] ?? {}) as Record<string, JsonSchema>, required: (schema['required'] ?? []) as string[] };
 };
@@ -74,13 +97,13 @@ const requestBodyOf = (body: Operation['body']): JsonSchema | undefined => {
     const file = { type: 'object', properties: { file: { type: 'string', contentMediaType: 'application/octet-stream' } }, required: ['file'] };
     return { required: true, content: { 'multipart/form-data': { schema: file } } };
   }
-  return { required: true, content: { 'application/json': { schema: closedObject(toJsonSchema(body)) } } };
+  return { required: true, content: { 'application/json': { schema: closedObject(schemaOf(body)) } } };
 };
 
 const contentOf = (a: Answer): JsonSchema | undefined => {
   if ('error' in a) return { 'application/json': { schema: ref(a.error) } };
   if (a.media === 'binary') return { '*/*': { schema: {} } };
-  return a.body === undefined ? undefined : { 'application/json': { schema: toJsonSchema(a.body) } };
+  return a.body === undefined ? undefined : { 'application/json': { schema: schemaOf(a.body) } };
 };
 
 /** One response per status: answers sharing a status (a business 422 and the schema 422) become one of several bodies. */
@@ -95,7 +118,11 @@ const responsesOf = (answers: readonly Answer[]): JsonSchema => {
         const distinct = [...new Map(schemas.map((s) => [JSON.stringify(s), s])).values()];
         const content =
           distinct.length > 1 ? { 'application/json': { schema: { anyOf: distinct } } } : same.map(contentOf).find((c) => c !== undefined);
-        return [String(status), { description: same.map((a) => a.description).join('; '), ...(content === undefined ? {} : { content }) }];
+        const headers = headersOf(same);
+        return [
+          String(status),
+          { description: same.map((a) => a.description).join('; '), ...(headers === undefined ? {} : { headers }), ...(content === undefined ? {} : { content }) },
+        ];
       }),
   );
 };
@@ -108,7 +135,7 @@ const operationOf = (op: Operation, names: readonly string[]): JsonSchema => {
     ...(decoded && op.body !== 'multipart-file' ? [DECODED] : []),
     ...(op.body === undefined ? [] : [WITH_BODY]),
     ...(op.method === 'post' ? IDEMPOTENT : []),
-  ];
+  ].map((a) => withCommonHeaders(op, a));
   const requestBody = requestBodyOf(op.body);
   return {
     summary: op.summary,
@@ -151,12 +178,12 @@ const deliveryHeaders = (type: string): JsonSchema[] =>
     ],
   ].map(([name, schema, description]) => ({ name, in: 'header', required: true, schema, description }));
 
-const deliveryOf = (type: string, data: t.Any, summary: string): JsonSchema => ({
+const deliveryOf = (type: string, envelope: t.Any, summary: string): JsonSchema => ({
   post: {
     summary,
     operationId: `deliver.${type}`,
     parameters: deliveryHeaders(type),
-    requestBody: { required: true, content: { 'application/json': { schema: toJsonSchema(EnvelopeOf(t.literal(type), data)) } } },
+    requestBody: { required: true, content: { 'application/json': { schema: schemaOf(envelope) } } },
     responses: { '2XX': { description: 'Delivered. Anything else (3xx included, redirects are not followed), a timeout or a network error is retried' } },
   },
 });
@@ -177,8 +204,8 @@ export const apiDocument = (operations: readonly Operation[]): JsonSchema => ({
   security: [{ apiKey: [] }],
   paths: pathsOf(operations),
   webhooks: Object.fromEntries([
-    ...PUBLIC_EVENT_TYPES.map((type) => [type, deliveryOf(type, EventData[type], `The ${type} event`)]),
-    [WEBHOOK_TEST_EVENT, deliveryOf(WEBHOOK_TEST_EVENT, WebhookTestData, 'Sent only by POST /webhooks/{webhook_id}/test')],
+    ...PUBLIC_EVENT_TYPES.map((type) => [type, deliveryOf(type, EventEnvelope[type], `The ${type} event`)]),
+    [WEBHOOK_TEST_EVENT, deliveryOf(WEBHOOK_TEST_EVENT, EnvelopeOf(t.literal(WEBHOOK_TEST_EVENT), WebhookTestData), 'Sent only by POST /webhooks/{webhook_id}/test')],
   ]),
   components: {
     securitySchemes: { apiKey: { type: 'http', scheme: 'bearer', description: "The workspace's API key" } },
@@ -186,6 +213,7 @@ export const apiDocument = (operations: readonly Operation[]): JsonSchema => ({
       BusinessError: toJsonSchema(BusinessErrorBody),
       ShortError: toJsonSchema(ShortErrorBody),
       ValidationError: toJsonSchema(ValidationErrorBody),
+      ...Object.fromEntries(PUBLIC_EVENT_TYPES.map((type) => [type, definitionOf(EventEnvelope[type], EVENT_REFS)])),
     },
   },
 });

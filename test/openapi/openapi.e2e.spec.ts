@@ -1,50 +1,29 @@
 // The API document end to end: served without a key, valid for a maintained third-party OpenAPI 3.1
 // validator, one operation per registered public route (no more, no fewer), and real answers of a
-// running server (successes and the three error formats) and real deliveries valid against it (ajv).
+// running server (successes, the three error formats, the headers each carries) and real deliveries
+// valid against it (ajv, test/support/openapi-conformance.ts).
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { expect } from 'chai';
 import { PUBLIC_EVENT_TYPES } from '../../src/domain/event-types.js';
-import { startReceiver, type Receiver } from '../support/receiver.js';
+import { conformanceOf, type ApiDocument, type Conformance } from '../support/openapi-conformance.js';
+import { startReceiver, type ReceivedRequest, type Receiver } from '../support/receiver.js';
 import { call, startTestService, type Reply, type TestService, type TestWorkspace } from '../support/server.js';
-import { subscribe } from '../support/webhooks-dispatch.js';
-
-type Doc = { paths: Record<string, Record<string, { responses: Record<string, unknown> }>>; webhooks: Record<string, unknown> };
-
-const pointer = (...parts: string[]): string => parts.map((p) => p.replace(/~/g, '~0').replace(/\//g, '~1')).join('/');
 
 describe('OpenAPI document (e2e)', () => {
   let test: TestService;
   let ws: TestWorkspace;
   let receiver: Receiver;
-  let doc: Doc;
-  let ajv: Ajv2020;
-
-  /** The errors ajv finds in `body` against the document's schema of that answer; null when the document has no such answer. */
-  const problems = (method: string, path: string, status: number, body: unknown): string | null => {
-    const answer = doc.paths[path]?.[method]?.responses[String(status)] as { content?: Record<string, unknown> } | undefined;
-    if (answer === undefined) return null;
-    if (answer.content === undefined) return body === '' ? '' : 'a body where the document has none';
-    const valid = ajv.validate({ $ref: `api#/${pointer('paths', path, method, 'responses', String(status), 'content', 'application/json', 'schema')}` }, body);
-    return valid ? '' : ajv.errorsText();
-  };
-
-  /** The real answer is one the document describes, and its body fits the schema. */
-  const conforms = (method: string, path: string, reply: Reply): Reply => {
-    const found = problems(method, path, reply.status, reply.body);
-    expect(found, `${method} ${path} ${reply.status} ${JSON.stringify(reply.body)}`).to.equal('');
-    return reply;
-  };
+  let doc: ApiDocument;
+  let check: Conformance;
+  const conforms = (method: string, path: string, reply: Reply): Reply => check.conforms(method, path, reply);
 
   before(async () => {
     test = await startTestService({ PLANS: 'free:100:false,pro:1000:true' });
     ws = await test.createWorkspace('pro');
     receiver = await startReceiver();
-    const served = await call(`${test.url}/api/v1/openapi.json`, 'GET', null);
-    expect(served.status).to.equal(200);
-    doc = served.body as Doc;
-    ajv = new Ajv2020({ strict: false, allErrors: true });
-    ajv.addSchema({ ...doc, $id: 'api' });
+    check = await conformanceOf(test.url);
+    doc = check.doc;
   });
   after(async () => {
     await receiver.close();
@@ -117,11 +96,14 @@ describe('OpenAPI document (e2e)', () => {
     conforms('post', '/webhooks/{webhook_id}/test', await ws.api('POST', `/api/v1/webhooks/${id}/test`));
     await ws.api('POST', '/api/v1/tickets', { contact: { email: 'c@example.test' } });
     const [test, event] = await receiver.waitForRequests(2);
-    for (const request of [test, event]) {
-      const body = JSON.parse(request?.body.toString('utf8') ?? '{}') as { type: string };
-      const schema = `api#/${pointer('webhooks', body.type, 'post', 'requestBody', 'content', 'application/json', 'schema')}`;
-      expect(ajv.validate({ $ref: schema }, body), ajv.errorsText()).to.equal(true);
-      expect(ajv.validate({ $ref: schema }, { ...body, type: 'ticket.updated' })).to.equal(false);
+    for (const request of [test, event].map((r) => r as ReceivedRequest)) {
+      expect(check.deliveryProblems(request)).to.equal('');
+      const body = JSON.parse(request.body.toString('utf8')) as { type: string };
+      // Another event's name on this event's headers and data; a header taken away; one added.
+      expect(check.deliveryProblems({ ...request, body: Buffer.from(JSON.stringify({ ...body, type: 'ticket.closed' })) })).to.match(/x-webhook-event/);
+      const { 'x-webhook-signature': _, ...unsigned } = request.headers;
+      expect(check.deliveryProblems({ ...request, headers: unsigned })).to.match(/x-webhook-signature missing/);
+      expect(check.deliveryProblems({ ...request, headers: { ...request.headers, 'x-webhook-trace': '1' } })).to.match(/x-webhook-trace not documented/);
     }
     conforms('get', '/webhooks/{webhookId}/deliveries', await ws.api('GET', `/api/v1/webhooks/${id}/deliveries`));
     expect(conforms('delete', '/webhooks/{webhook_id}', await ws.api('DELETE', `/api/v1/webhooks/${id}`)).status).to.equal(204);
@@ -141,9 +123,47 @@ describe('OpenAPI document (e2e)', () => {
     expect(conforms('post', '/media/upload', await ws.api('POST', '/api/v1/media/upload', { file: 'not multipart' })).status).to.equal(422);
   });
 
-  it('the check refuses an answer that breaks the document', () => {
-    expect(problems('get', '/tickets/{id}', 404, { detail: 'Ticket not found' })).to.not.equal('');
-    expect(problems('get', '/webhooks', 200, { items: [{ id: 'x' }] })).to.not.equal('');
-    expect(problems('get', '/webhooks', 418, {})).to.equal(null);
+  it('answers carry the headers the document gives them: a replay, a file, a rate limit, maintenance', async () => {
+    const opened = await ws.api('POST', '/api/v1/tickets', { contact: { email: 'e@example.test' } });
+    const message = () => ws.api('POST', `/api/v1/tickets/${opened.body.id}/messages`, { content: 'once' }, { 'idempotency-key': 'message-1' });
+    expect(conforms('post', '/tickets/{id}/messages', await message()).headers.get('idempotent-replayed')).to.equal(null);
+    expect(conforms('post', '/tickets/{id}/messages', await message()).headers.get('idempotent-replayed')).to.equal('true');
+    expect(conforms('get', '/updates', await ws.api('GET', '/api/v1/updates?timeout=0')).headers.get('cache-control')).to.equal('no-store');
+
+    const form = new FormData();
+    form.append('file', new Blob(['<script>1</script>'], { type: 'text/html' }), 'page.html');
+    const uploaded = await fetch(`${test.url}/api/v1/media/upload`, { method: 'POST', headers: { authorization: `Bearer ${ws.apiKey}` }, body: form });
+    const file = conforms('post', '/media/upload', { status: uploaded.status, headers: uploaded.headers, body: await uploaded.json() });
+    const served = conforms('get', '/media/{media_id}', await ws.api('GET', `/api/v1/media/${file.body.id}`));
+    expect(served.headers.get('content-disposition')).to.match(/^attachment/);
+
+    const limited = await startTestService({ RATE_LIMIT_PER_IP: '1' });
+    const closed = await startTestService({ MAINTENANCE_MODE: 'true' });
+    try {
+      expect(conforms('get', '/tickets', await call(`${limited.url}/api/v1/tickets`, 'GET', 'not-a-key')).status).to.equal(401);
+      expect(conforms('get', '/tickets', await call(`${limited.url}/api/v1/tickets`, 'GET', 'not-a-key')).headers.get('retry-after')).to.match(/^\d+$/);
+      expect(conforms('post', '/tickets', await call(`${closed.url}/api/v1/tickets`, 'POST', 'any', {})).headers.get('retry-after')).to.equal('60');
+    } finally {
+      await limited.close();
+      await closed.close();
+    }
+  });
+
+  it('the check refuses an answer that breaks the document, in its body or its headers', () => {
+    const headers = (more: Record<string, string> = {}) => new Headers({ 'x-request-id': 'r-1', 'content-type': 'application/json', ...more });
+    const item = { id: 'e', type: 'ticket.closed', timestamp: 't', workspace_id: 'w', data: { ticket_id: 't', closed_at: 'c', resolution_secs: 5 }, _links: {}, offset: 1 };
+    const page = (items: unknown[]) => ({ status: 200, headers: headers({ 'cache-control': 'no-store' }), body: { items, next_offset: 2 } });
+    expect(check.problems('get', '/updates', page([item]))).to.equal('');
+    // An event's data under another event's name, and a name outside the catalogue.
+    expect(check.problems('get', '/updates', page([{ ...item, type: 'ticket.created' }]))).to.not.equal('');
+    expect(check.problems('get', '/updates', page([{ ...item, type: 'ticket.exploded' }]))).to.not.equal('');
+    expect(check.problems('get', '/updates', { ...page([]), headers: headers() })).to.match(/cache-control missing/);
+    expect(check.problems('get', '/updates', { ...page([]), headers: headers({ 'cache-control': 'no-store', 'x-ratelimit-remaining': '9' }) })).to.match(/x-ratelimit-remaining not documented/);
+    expect(check.problems('get', '/tickets', { status: 429, headers: headers({ 'retry-after': 'soon' }), body: { error_code: 'RATE_LIMIT_EXCEEDED', error_message: 'm', detail: null, request_id: 'r-1' } })).to.match(/retry-after/);
+    expect(check.problems('get', '/tickets/{id}', { status: 404, headers: headers(), body: { detail: 'Ticket not found' } })).to.not.equal('');
+    expect(check.problems('patch', '/webhooks/{webhook_id}', { status: 404, headers: headers(), body: { detail: 'Webhook not found' } })).to.equal('');
+    expect(check.problems('patch', '/webhooks/{webhook_id}', { status: 404, headers: new Headers(), body: { detail: 'Webhook not found' } })).to.match(/x-request-id missing/);
+    expect(check.problems('get', '/webhooks', { status: 200, headers: headers(), body: { items: [{ id: 'x' }] } })).to.not.equal('');
+    expect(check.problems('get', '/webhooks', { status: 418, headers: headers(), body: {} })).to.equal(null);
   });
 });

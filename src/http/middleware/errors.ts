@@ -5,6 +5,7 @@ import { StreamContended } from '../../app/command-handler.js';
 import { recordingWrites } from '../../app/request-writes.js';
 import type * as t from 'io-ts';
 import { ApiFailure, type ApiError, type BusinessErrorBody, type ShortErrorBody, type ValidationErrorBody } from '../api-error.js';
+import { setHeaders } from '../response-headers.js';
 
 type ErrorBody = t.TypeOf<typeof BusinessErrorBody> | t.TypeOf<typeof ShortErrorBody> | t.TypeOf<typeof ValidationErrorBody>;
 
@@ -47,7 +48,7 @@ export const renderFailure = (ctx: Koa.Context, caught: unknown): void => {
   );
   ctx.status = status;
   ctx.body = body;
-  for (const [name, value] of Object.entries(failure?.headers ?? {})) ctx.set(name, value);
+  setHeaders(ctx, failure?.headers ?? {});
 };
 
 /** What a failure that would be a 503 becomes once the request has written something. */

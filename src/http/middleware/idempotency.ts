@@ -25,6 +25,7 @@ import { CLAIM_METADATA, idempotencyKeyAggregate, verdictOf, type ClaimRef, type
 import type { EventLog, Json } from '../../log/event-log.js';
 import type { IdSource } from '../../shared/ids.js';
 import { business, invalid } from '../api-error.js';
+import { setHeaders } from '../response-headers.js';
 import { renderFailure } from './errors.js';
 
 /** Seals the answers that hold secrets (the webhooks' secret box: its current and previous keys). */
@@ -57,7 +58,7 @@ const HEADER = 'Idempotency-Key';
 export const IDEMPOTENCY_KEY_PATTERN = '^[\\x21-\\x7e]{1,255}$';
 const VALID_KEY = new RegExp(IDEMPOTENCY_KEY_PATTERN);
 /** Answers after which nothing was written: the key is released, not bound to them. */
-const NOTHING_WRITTEN = new Set([429, 503]);
+export const NOTHING_WRITTEN: ReadonlySet<number> = new Set([429, 503]);
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
@@ -113,7 +114,7 @@ export const idempotency = (options: IdempotencyOptions): Koa.Middleware => {
     }
     ctx.status = answer.status;
     ctx.body = body;
-    ctx.set('Idempotent-Replayed', 'true');
+    setHeaders(ctx, { 'Idempotent-Replayed': 'true' });
   };
 
   return async (ctx, next) => {

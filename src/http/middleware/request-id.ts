@@ -2,13 +2,14 @@
 // is echoed; anything else is replaced by a new server id.
 import type Koa from 'koa';
 import { randomId } from '../../shared/ids.js';
+import { RESPONSE_HEADERS, setHeaders } from '../response-headers.js';
 
-const VALID = /^[\x21-\x7e]{1,200}$/;
+const VALID = new RegExp(RESPONSE_HEADERS['X-Request-ID'].schema.pattern);
 
 export const requestId = (): Koa.Middleware => async (ctx, next) => {
   const sent = ctx.get('X-Request-ID');
   const id = VALID.test(sent) ? sent : randomId();
   ctx.state.requestId = id;
-  ctx.set('X-Request-ID', id);
+  setHeaders(ctx, { 'X-Request-ID': id });
   await next();
 };

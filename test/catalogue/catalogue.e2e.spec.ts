@@ -8,9 +8,12 @@
 //     contact and tickets; every other event {}; and each link answers a GET with the API key;
 //   - the enumerations (sender_type, operator status, trigger, reason, ticket status, priority).
 // The field lists and enumerations below are copied by hand from the contract, not imported from the
-// code: this is the independent check of src/domain/catalogue.ts and of the producers.
+// code: this is the independent check of src/domain/catalogue.ts and of the producers. Every delivery
+// and /updates answer is also checked against the server's own API document (its webhooks, and
+// /updates' union of the catalogue's envelopes), headers included.
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { expect } from 'chai';
+import { conformanceOf, type Conformance } from '../support/openapi-conformance.js';
 import { startReceiver, type ReceivedRequest, type Receiver } from '../support/receiver.js';
 import { startTestService, type Reply, type TestService, type TestWorkspace } from '../support/server.js';
 
@@ -94,12 +97,14 @@ describe('the event catalogue, event by event, at a webhook receiver and in /upd
   this.timeout(30_000);
   let ts: TestService;
   let receiver: Receiver;
+  let documented: Conformance;
   const secrets = new Map<string, string>();
 
   before(async () => {
     // Expiries are set a moment ahead by each billing case; a renewal extends by BILLING_PERIOD.
     ts = await startTestService({ BILLING_PERIOD: '10s' });
     receiver = await startReceiver();
+    documented = await conformanceOf(ts.url);
   });
   after(async () => {
     await receiver.close();
@@ -137,6 +142,7 @@ describe('the event catalogue, event by event, at a webhook receiver and in /upd
         expect(header(r, 'content-type')).to.match(/^application\/json/);
         expect(header(r, 'x-webhook-id')).to.not.equal('');
         expect(header(r, 'x-webhook-attempt')).to.equal('1');
+        expect(documented.deliveryProblems(r), `${type} delivery against the API document`).to.equal('');
         return JSON.parse(r.body.toString('utf8')) as Envelope;
       });
 
@@ -156,7 +162,7 @@ describe('the event catalogue, event by event, at a webhook receiver and in /upd
     expect(delivered.id).to.match(/^[0-9a-f]{32}$/);
     expect(delivered.timestamp).to.match(ISO_MICROS);
 
-    const updates = ok(await s.ws.api('GET', `/api/v1/updates?offset=0&types=${type}&timeout=0&limit=1000`));
+    const updates = ok(documented.conforms('get', '/updates', await s.ws.api('GET', `/api/v1/updates?offset=0&types=${type}&timeout=0&limit=1000`)));
     const item = (updates.items as (Envelope & { offset: number })[]).find((i) => i.id === delivered.id);
     expect(item, `${type} ${delivered.id} in /updates`).to.not.equal(undefined);
     const { offset, ...envelope } = item as Envelope & { offset: number };
@@ -429,7 +435,7 @@ describe('the event catalogue, event by event, at a webhook receiver and in /upd
     const others = [apiContact.id, ticketContact.contactId, telegramTicket.contact_id];
     for (const type of ['contact.created', 'contact.identified']) {
       expect(deliveriesOf(s, type).filter((x) => others.includes(x.data['id']))).to.deep.equal([]);
-      const feed = ok(await s.ws.api('GET', `/api/v1/updates?offset=0&types=${type}&timeout=0`));
+      const feed = ok(documented.conforms('get', '/updates', await s.ws.api('GET', `/api/v1/updates?offset=0&types=${type}&timeout=0`)));
       expect(feed.items.filter((x: Envelope) => others.includes(x.data['id']))).to.deep.equal([]);
     }
   });

@@ -99,6 +99,10 @@ export const mediaRoutes = (core: Core, store: MediaStore, links: MediaLinks): R
     const bucket = await bucketOf(workspaceId);
     if (bucket !== null) {
       ctx.redirect(`${bucket}/${file.media_id}`);
+      // No "Redirecting to …" page: the answer is its Location, as the document says. (A null body
+      // makes koa answer 204, so the status is set again after it.)
+      ctx.body = null;
+      ctx.status = 302;
       return;
     }
     const object = await store.open(mediaObjectKey(workspaceId, file.media_id));

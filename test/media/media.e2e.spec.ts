@@ -141,6 +141,7 @@ describe('media (e2e)', () => {
     const redirected = await fetch(`${ts.url}/api/v1/media/${id}`, { headers: { authorization: `Bearer ${ws.apiKey}` }, redirect: 'manual' });
     expect(redirected.status).to.equal(302);
     expect(redirected.headers.get('location')).to.equal(`https://files.example.com/acme/${id}`);
+    expect(await redirected.text()).to.equal('');
     await ts.admin('PUT', `/internal/v1/workspaces/${ws.workspaceId}/media-bucket`, { base_url: null });
     expect((await ws.api('GET', `/api/v1/media/${id}`)).status).to.equal(200);
   });

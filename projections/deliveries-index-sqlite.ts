@@ -174,23 +174,12 @@ export const openSqliteDeliveryIndex = (options: { readonly file: string; readon
   const saveMeta = db.prepare('UPDATE meta SET position = ?, fanned_out_through = ?');
   let checkpoint = readMeta.get() as IndexCheckpoint;
   let closed = false;
-
-  // The checkpoint is committed with the rows it covers; a failed write resumes from the committed one.
-  const writes = batchedWrites(db, {
-    batch: options.batch ?? BATCH,
-    commitAfterMs: COMMIT_AFTER_MS,
-    beforeCommit: () => saveMeta.run(checkpoint.position, checkpoint.fannedOutThrough),
-    failed(error) {
-      checkpoint = readMeta.get() as IndexCheckpoint;
-      console.error(`delivery history index ${options.file}: a write failed, resuming from the last commit:`, error);
-      return new ProjectionReset(`delivery history index: a write failed (${(error as Error).message}); resuming from the last commit`, { cause: error });
-    },
-  });
-  const { commit } = writes;
-  const write = (run: () => void): void => {
-    if (closed) throw new ProjectionReset('delivery history index: closed');
-    writes.write(run);
-  };
+  /**
+   * Deliveries changed since the last commit, written at the commit in their last state: one
+   * scheduled and settled within a commit's wait costs one row write, not two (each row write
+   * updates every index of the table).
+   */
+  const staged = new Map<string, IndexedDelivery>();
 
   const put = ({ delivery, workspaceId }: IndexedDelivery): void => {
     upsert.run({
@@ -204,9 +193,50 @@ export const openSqliteDeliveryIndex = (options: { readonly file: string; readon
       json: JSON.stringify(delivery),
     });
   };
+  const flush = (): void => {
+    staged.forEach(put);
+    staged.clear();
+  };
+
+  // The checkpoint is committed with the rows it covers; a failed write resumes from the committed one.
+  const writes = batchedWrites(db, {
+    batch: options.batch ?? BATCH,
+    commitAfterMs: COMMIT_AFTER_MS,
+    beforeCommit() {
+      flush();
+      saveMeta.run(checkpoint.position, checkpoint.fannedOutThrough);
+    },
+    failed(error) {
+      staged.clear();
+      checkpoint = readMeta.get() as IndexCheckpoint;
+      console.error(`delivery history index ${options.file}: a write failed, resuming from the last commit:`, error);
+      return new ProjectionReset(`delivery history index: a write failed (${(error as Error).message}); resuming from the last commit`, { cause: error });
+    },
+  });
+  const { commit } = writes;
+  const write = (run: () => void): void => {
+    if (closed) throw new ProjectionReset('delivery history index: closed');
+    writes.write(run);
+  };
+
+  const forgetSubscription = (subscriptionId: string): void => {
+    for (const [id, indexed] of staged) if (indexed.delivery.subscriptionId === subscriptionId) staged.delete(id);
+    forget.run(subscriptionId);
+  };
+  /** This connection's reads see the staged changes too (in its open transaction). */
+  const flushed = (): void => {
+    if (staged.size > 0) write(flush);
+  };
 
   return {
-    ...reads,
+    page(query) {
+      flushed();
+      return reads.page(query);
+    },
+    get(subscriptionId, deliveryId) {
+      flushed();
+      return reads.get(subscriptionId, deliveryId);
+    },
     async checkpoint() {
       return checkpoint;
     },
@@ -215,13 +245,15 @@ export const openSqliteDeliveryIndex = (options: { readonly file: string; readon
       let written = 1;
       write(() => {
         const change = indexChange(event, (id) => {
+          const known = staged.get(id);
+          if (known !== undefined) return known.delivery;
           const json = select.get(id) as string | undefined;
           return json === undefined ? undefined : deliveryOf(json);
         });
         let { fannedOutThrough } = checkpoint;
-        if (change.kind === 'subscription_deleted') forget.run(change.subscriptionId);
+        if (change.kind === 'subscription_deleted') forgetSubscription(change.subscriptionId);
         else {
-          change.deliveries.forEach(put);
+          change.deliveries.forEach((indexed) => staged.set(indexed.delivery.id, indexed));
           written = Math.max(1, change.deliveries.length);
           fannedOutThrough = Math.max(fannedOutThrough, change.fannedOutThrough);
         }
@@ -239,6 +271,8 @@ export const openSqliteDeliveryIndex = (options: { readonly file: string; readon
     async prune(before, limit) {
       let pruned = 0;
       write(() => {
+        // What is staged may be past the retention too (a catch-up of an old history).
+        flush();
         pruned = db
           .prepare("DELETE FROM deliveries WHERE id IN (SELECT id FROM deliveries INDEXED BY d_created WHERE created_at < ? AND status != 'waiting' AND event_position <= ? ORDER BY created_at LIMIT ?)")
           .run(before, checkpoint.fannedOutThrough, limit).changes;
@@ -247,10 +281,11 @@ export const openSqliteDeliveryIndex = (options: { readonly file: string; readon
       return pruned;
     },
     async forget(subscriptionId) {
-      write(() => forget.run(subscriptionId));
+      write(() => forgetSubscription(subscriptionId));
     },
     async clear() {
       write(() => {
+        staged.clear();
         db.exec('DELETE FROM deliveries');
         checkpoint = { position: 0, fannedOutThrough: 0 };
       });

@@ -71,6 +71,35 @@ describe('delivery history index file (int)', () => {
     }
   });
 
+  it('writes a delivery changed twice before a commit in its last state, seen at once by the writer and after the commit by a reader', async () => {
+    const writer = openSqliteDeliveryIndex({ file: temp.file });
+    const reader = openSqliteDeliveryHistory({ file: temp.file });
+    try {
+      writer.apply(scheduled(1));
+      writer.apply({
+        id: 'e2',
+        position: 2,
+        revision: 1,
+        stream: 'deliveries-s1',
+        workspaceId: 'ws',
+        ...packSteps([
+          {
+            type: 'delivery.attempted',
+            data: { delivery_id: 'd1', round: 1, attempt: 1, delivered: true, status_code: 200, error: null, latency_ms: 3, attempted_at: 2_000, next_attempt_at: null },
+          },
+        ]),
+      });
+      expect((await writer.page({ subscriptionId: 's1', limit: 10 })).items.map((d) => d.status)).to.deep.equal(['delivered']);
+      expect((await reader.page({ subscriptionId: 's1', limit: 10 })).items).to.deep.equal([]);
+      await new Promise((resolve) => setTimeout(resolve, COMMIT_AFTER_MS + 20));
+      expect((await reader.page({ subscriptionId: 's1', limit: 10 })).items.map((d) => [d.id, d.status, d.history.length])).to.deep.equal([['d1', 'delivered', 1]]);
+      expect((await reader.get('s1', 'd1'))?.position).to.equal(2);
+    } finally {
+      await reader.close();
+      await writer.close();
+    }
+  });
+
   it('empties a file of another version, so that it is rebuilt from the log', async () => {
     const writer = openSqliteDeliveryIndex({ file: temp.file });
     writer.apply(scheduled(1));

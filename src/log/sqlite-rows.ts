@@ -44,11 +44,14 @@ export const filteredReads = (db: Database.Database) => {
   // scan in position order reads every event in between: the whole log for a type that is rare.
   const positionsOfType = db.prepare('SELECT position FROM events INDEXED BY events_type WHERE type = ? AND position > ? ORDER BY position LIMIT ?').pluck();
   const rowsAt = db.prepare(`SELECT ${COLUMNS} FROM events WHERE position IN (SELECT value FROM json_each(?)) ORDER BY position`).raw();
-  const typedPage = (types: readonly string[], after: number, limit: number): Row[] => {
+  // One read transaction, so one snapshot: queried apart, a later type's query could see a commit
+  // (another process's) that an earlier one missed, and the page would skip that commit's events of
+  // the earlier type while returning later positions.
+  const typedPage = db.transaction((types: readonly string[], after: number, limit: number): Row[] => {
     const positions = [...new Set(types)].flatMap((type) => positionsOfType.all(type, after, limit) as number[]);
     if (positions.length === 0) return [];
     return rowsAt.all(JSON.stringify(positions.sort((a, b) => a - b).slice(0, limit))) as Row[];
-  };
+  });
   return {
     all: (options: ReadAllOptions): Row[] => {
       const ws = options.workspaceId;

@@ -107,12 +107,16 @@ const writerProcess = (file: string): Child =>
     console.log(JSON.stringify({ wins, acknowledged }));
   `);
 
-/** A subscriber process: prints "position id" for every event, live from other processes' commits, until it has `total`. */
-const subscriberProcess = (file: string, total: number): Child =>
+/**
+ * A subscriber process: prints "position id" for every event, live from other processes' commits,
+ * until it has `total`. With `types`, it asks for those types in small pages (each page a read by
+ * type: one snapshot per page, or another process's commit between its queries is skipped).
+ */
+const subscriberProcess = (file: string, total: number, types?: readonly string[]): Child =>
   runChild(`
-    const log = openSqliteLog({ file: ${JSON.stringify(file)}, shared: true });
+    const log = openSqliteLog({ file: ${JSON.stringify(file)}, shared: true${types === undefined ? '' : ', pageSize: 7'} });
     let seen = 0;
-    const subscription = log.subscribe({ after: 0 }, (event) => {
+    const subscription = log.subscribe({ after: 0${types === undefined ? '' : `, types: ${JSON.stringify(types)}`} }, (event) => {
       process.stdout.write(event.position + ' ' + event.id + '\\n');
       seen += 1;
       if (seen === ${total}) void subscription.stop();
@@ -134,13 +138,15 @@ describe('SQLite event log: shared mode across processes', function () {
     // All three open the brand-new file at once (creating the schema is raced too); the writers start
     // together once the subscriber is live.
     const subscriber = subscriberProcess(file, total);
+    const typedSubscriber = subscriberProcess(file, total, ['message.created', 'ticket.updated']);
     const writerChildren = [writerProcess(file), writerProcess(file)];
-    await Promise.all([subscriber, ...writerChildren].map((child) => child.ready));
+    await Promise.all([subscriber, typedSubscriber, ...writerChildren].map((child) => child.ready));
     writerChildren.forEach((child) => child.send('go'));
     const writers = (await Promise.all(writerChildren.map((child) => child.output))).map(
       (out) => JSON.parse(out) as { wins: [number, string][]; acknowledged: string[] },
     );
     const subscribed = (await subscriber.output).trim().split('\n');
+    const subscribedByType = (await typedSubscriber.output).trim().split('\n');
 
     const log = openSqliteLog({ file, shared: true });
     const all = await log.readAll({ after: 0 });
@@ -166,6 +172,7 @@ describe('SQLite event log: shared mode across processes', function () {
     }
 
     expect(subscribed).to.deep.equal(all.map((r: RecordedEvent) => `${r.position} ${r.id}`));
+    expect(subscribedByType).to.deep.equal(subscribed);
   });
 
   it("watchFeed announces another process's public events, each once the feed returns it", async () => {

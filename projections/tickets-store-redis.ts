@@ -18,10 +18,11 @@
 // and every apply then throws ProjectionReset, so each runner starts again from the checkpoint (none
 // after a loss: a rebuild from the log). Connection failures throw ProjectionReset too.
 import { randomBytes } from 'node:crypto';
-import { ReplyError, type Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { ProjectionReset } from '../src/app/projection-runner.js';
 import { createRedisClient, redisReady, succeedsWithin } from '../src/shared/redis.js';
-import { StoreUnavailable, type DocumentProjection, type DocumentStore, type DocumentStores, type EventRef } from './tickets-store.js';
+import { APPLY_BATCH, batchedApplies, bindEpochLua, READ_MODEL_COMMAND_TIMEOUT_MS, readOf, unlinkTagged, type Scripted } from './redis-read-models.js';
+import type { DocumentProjection, DocumentStore, DocumentStores, EventRef } from './tickets-store.js';
 
 // KEYS: docs (hash key → JSON), meta (hash key → "order at partition"), checkpoint (the position),
 // ref (the checkpoint's EventRef as JSON), scratch, epoch. ARGV[1]: the prefix of partition and
@@ -34,13 +35,7 @@ local function idx(p, field, value) return prefix .. 'idx:' .. p .. ':' .. field
 
 const SCRIPTS = {
   // ARGV: prefix, candidate epoch. Returns the epoch (made from the candidate when there was none) and the checkpoint's ref.
-  documentBind: `
-local current = redis.call('GET', epoch)
-if not current then
-  current = ARGV[2]
-  redis.call('SET', epoch, current)
-  redis.call('DEL', checkpoint, ref)
-end
+  documentBind: `${bindEpochLua('checkpoint, ref')}
 return { current, redis.call('GET', ref) or '' }`,
 
   // ARGV: prefix, epoch, checkpoint position, checkpoint ref JSON, number of filter fields, the
@@ -123,14 +118,8 @@ end
 return out`,
 } as const;
 
-type Scripted = Redis & { [K in keyof typeof SCRIPTS]: (...args: string[]) => Promise<unknown> };
-
-/** Longer than the request-path default: a batch under load must not time out into a reset. */
-const COMMAND_TIMEOUT_MS = 2_000;
 /** Documents remembered per store with the position they were written at (a few hundred bytes each). */
 const CACHED_DOCUMENTS = 10_000;
-/** Events per script call: long enough to amortize the round trip, short enough not to stall Redis. */
-const BATCH = 500;
 
 interface Known<D> {
   /** Position of the last event applied to the document, '0' when it does not exist. */
@@ -142,8 +131,6 @@ interface Queued<D> {
   readonly event: EventRef;
   readonly key: string | null;
   readonly evolve: (doc: D | undefined) => D | undefined;
-  readonly resolve: () => void;
-  readonly reject: (error: unknown) => void;
 }
 
 /** One document's part of a batch: its events, and the document they make from `from`. */
@@ -181,7 +168,7 @@ export const createRedisDocumentStore = <D>(
   projection: Pick<DocumentProjection<D>, 'name' | 'version' | 'filters' | 'partitionOf'>,
   options: RedisDocumentStoreOptions,
 ): DocumentStore<D> => {
-  const client = options.client as Scripted;
+  const client = options.client as Scripted<typeof SCRIPTS>;
   for (const [name, lua] of Object.entries(SCRIPTS)) client.defineCommand(name, { numberOfKeys: 6, lua: PRELUDE + lua });
   // One hash tag per projection version: its keys share a cluster slot, as its scripts need.
   const tag = `{${options.keyPrefix ?? ''}rm:${projection.name}:v${projection.version}}`;
@@ -190,17 +177,8 @@ export const createRedisDocumentStore = <D>(
   const cache = new Map<string, Known<D>>();
   /** The epoch this process applies in, bound by checkpoint(); null until then and after a reset. */
   let epoch: string | null = null;
-  let queue: Queued<D>[] = [];
-  let flushing = false;
 
-  /** A read: a failure to reach Redis (closed, timed out) is StoreUnavailable; an error Redis answered stays as it is. */
-  const read = async <T>(call: () => Promise<T>): Promise<T> => {
-    try {
-      return await call();
-    } catch (error) {
-      throw error instanceof ReplyError ? error : new StoreUnavailable(`read model ${projection.name}: Redis unavailable (${(error as Error).message})`, { cause: error });
-    }
-  };
+  const read = readOf(`read model ${projection.name}`);
 
   const remember = (key: string, at: string, doc: D): void => {
     cache.delete(key);
@@ -274,23 +252,7 @@ export const createRedisDocumentStore = <D>(
     }
   };
 
-  const flush = async (): Promise<void> => {
-    flushing = true;
-    while (queue.length > 0) {
-      const batch = queue.slice(0, BATCH);
-      queue = queue.slice(BATCH);
-      try {
-        await write(batch);
-        batch.forEach((queued) => queued.resolve());
-      } catch (error) {
-        // Later events cannot be applied without these: they fail with them, and the runner resumes.
-        const failed = [...batch, ...queue];
-        queue = [];
-        failed.forEach((queued) => queued.reject(error));
-      }
-    }
-    flushing = false;
-  };
+  const enqueue = batchedApplies(APPLY_BATCH, write);
 
   return {
     async checkpoint() {
@@ -302,12 +264,7 @@ export const createRedisDocumentStore = <D>(
       const json = await read(() => client.hget(keys[0], key));
       return json === null ? undefined : (JSON.parse(json) as D);
     },
-    apply(event, key, evolve) {
-      return new Promise<void>((resolve, reject) => {
-        queue.push({ event, key, evolve, resolve, reject });
-        if (!flushing) void flush();
-      });
-    },
+    apply: (event, key, evolve) => enqueue({ event, key, evolve }),
     async list(query) {
       const start = (query.page - 1) * query.pageSize;
       const where = Object.entries(query.where ?? {}).flat();
@@ -319,13 +276,8 @@ export const createRedisDocumentStore = <D>(
       return new Map(Object.entries(all).map(([key, json]) => [key, JSON.parse(json) as D]));
     },
     async clear() {
-      // Every key of this store shares its hash tag; the epoch goes too, so other processes reset.
-      for (let cursor = '0'; ; ) {
-        const [next, found] = await client.scan(cursor, 'MATCH', `${tag}*`, 'COUNT', 1000);
-        if (found.length > 0) await client.unlink(...found);
-        cursor = next;
-        if (cursor === '0') break;
-      }
+      // The epoch goes too, so other processes reset.
+      await unlinkTagged(client, tag);
       cache.clear();
       await bind();
     },
@@ -334,7 +286,7 @@ export const createRedisDocumentStore = <D>(
 
 /** The stores of one process, on one connection. */
 export const createRedisDocumentStores = (options: { readonly url: string; readonly keyPrefix?: string }): DocumentStores => {
-  const client = createRedisClient(options.url, 'command', { commandTimeoutMs: COMMAND_TIMEOUT_MS });
+  const client = createRedisClient(options.url, 'command', { commandTimeoutMs: READ_MODEL_COMMAND_TIMEOUT_MS });
   let connected = false;
   const listeners: (() => void)[] = [];
   client.on('ready', () => {

@@ -1,0 +1,319 @@
+// The delivery-history index in Redis, for the distributed mode: one copy that the dispatchers keep
+// current and the API servers page from, so neither an API server nor a restarting dispatcher reads
+// the whole delivery history.
+//
+// Layout (keys share one hash tag per DELIVERY_INDEX_VERSION: another version starts from empty keys,
+// i.e. a rebuild from the log). `docs` and `ws` hash each delivery's JSON and workspace by id. Each
+// filter combination of a subscription has a sorted set of ids scored by created_at (µs, exact in a
+// double): (sub), (sub, status), (sub, event type), (sub, status, event type); equal scores sort by
+// id, so a reverse range is the listing order and a page is a range of `limit` entries whatever the
+// history's size. `waiting` (a set) and `ahead` (deliveries of events past the fan-out checkpoint,
+// scored by event position) are what a restart takes over; `settled` (by created_at) is what retention
+// prunes. `meta` holds the checkpoint, written by the same script as the rows it covers.
+//
+// Several writers (every dispatcher) apply the same log: an apply reads the deliveries it touches and
+// the checkpoint, folds the events above it, and writes only if the checkpoint has not moved since (a
+// compare-and-set); otherwise another writer applied them first and it reads again. An epoch key marks
+// the data: a Redis that restarted without persistence (or was flushed) has none, an apply then throws
+// ProjectionReset and its runner rebuilds the index from the log; pending() refuses the same way, so a
+// restart never takes over from an index that is being rebuilt. A read that cannot reach Redis throws
+// StoreUnavailable (the routes answer 503).
+import { randomBytes } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import { ProjectionReset } from '../src/app/projection-runner.js';
+import { unpackSteps, type Delivery } from '../src/domain/delivery/delivery.js';
+import { createRedisClient, redisReady } from '../src/shared/redis.js';
+import { DELIVERY_INDEX_VERSION, indexChange, type DeliveryIndex, type HistoryQuery, type IndexCheckpoint, type IndexedDelivery } from './deliveries-index.js';
+import { APPLY_BATCH, batchedApplies, bindEpochLua, READ_MODEL_COMMAND_TIMEOUT_MS, readOf, unlinkTagged, type Scripted } from './redis-read-models.js';
+import type { ProjectedEvent } from './tickets-store.js';
+
+// KEYS: docs, ws, meta, waiting, ahead, settled, epoch. ARGV[1]: the prefix of per-subscription keys.
+// Scores and positions stay strings (Lua's tostring rounds numbers past 1e14).
+const PRELUDE = `
+local docs, ws, meta, waiting, ahead, settled, epoch, prefix = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], ARGV[1]
+local function sets(sub, status, etype)
+  local base = prefix .. 's:' .. sub
+  return base, base .. ':st:' .. status, base .. ':t:' .. etype, base .. ':st:' .. status .. ':t:' .. etype
+end
+-- Drops one delivery and its entries, from what its JSON says.
+local function drop(id)
+  local json = redis.call('HGET', docs, id)
+  if not json then return 0 end
+  local d = cjson.decode(json)
+  local all, bystatus, bytype, both = sets(d.subscriptionId, d.status, d.eventType)
+  redis.call('ZREM', all, id)
+  redis.call('ZREM', bystatus, id)
+  redis.call('ZREM', bytype, id)
+  redis.call('ZREM', both, id)
+  redis.call('SREM', waiting, id)
+  redis.call('ZREM', ahead, id)
+  redis.call('ZREM', settled, id)
+  redis.call('HDEL', docs, id)
+  redis.call('HDEL', ws, id)
+  return 1
+end
+`;
+
+const SCRIPTS = {
+  // ARGV: prefix, candidate epoch. Returns the epoch (the candidate when there was none: the data was
+  // lost, and the checkpoint goes with it) and the checkpoint.
+  historyBind: `${bindEpochLua('meta')}
+return { current, redis.call('HGET', meta, 'position') or '0', redis.call('HGET', meta, 'fanned') or '0' }`,
+
+  // ARGV: prefix, epoch, then delivery ids. Returns {'reset'} or {'ok', position, fan-out checkpoint, JSON or false per id}.
+  historyRead: `
+if redis.call('GET', epoch) ~= ARGV[2] then return { 'reset' } end
+local out = { 'ok', redis.call('HGET', meta, 'position') or '0', redis.call('HGET', meta, 'fanned') or '0' }
+for i = 3, #ARGV do out[#out + 1] = redis.call('HGET', docs, ARGV[i]) end
+return out`,
+
+  // ARGV: prefix, epoch, expected position, new position, new fan-out checkpoint, then per delivery:
+  // id, subscription, workspace, status, stored status ('' when new), event type, event position,
+  // created_at, JSON. Returns 'reset', 'moved' (another writer got there first: nothing written) or 'ok'.
+  historyApply: `
+if redis.call('GET', epoch) ~= ARGV[2] then return 'reset' end
+if (redis.call('HGET', meta, 'position') or '0') ~= ARGV[3] then return 'moved' end
+local fanned = ARGV[5]
+for i = 6, #ARGV, 9 do
+  local id, sub, workspace, status, was, etype, epos, created, json = unpack(ARGV, i, i + 8)
+  local all, bystatus, bytype, both = sets(sub, status, etype)
+  if was ~= '' and was ~= status then
+    local _, oldstatus, _, oldboth = sets(sub, was, etype)
+    redis.call('ZREM', oldstatus, id)
+    redis.call('ZREM', oldboth, id)
+  end
+  redis.call('ZADD', all, created, id)
+  redis.call('ZADD', bystatus, created, id)
+  redis.call('ZADD', bytype, created, id)
+  redis.call('ZADD', both, created, id)
+  redis.call('HSET', docs, id, json)
+  redis.call('HSET', ws, id, workspace)
+  if status == 'waiting' then
+    redis.call('SADD', waiting, id)
+    redis.call('ZREM', settled, id)
+  else
+    redis.call('SREM', waiting, id)
+    redis.call('ZADD', settled, created, id)
+  end
+  if tonumber(epos) > tonumber(fanned) then redis.call('ZADD', ahead, epos, id) end
+end
+redis.call('ZREMRANGEBYSCORE', ahead, '-inf', fanned)
+redis.call('HSET', meta, 'position', ARGV[4], 'fanned', fanned)
+return 'ok'`,
+
+  // ARGV: prefix, key suffix of the filter's set, upper bound (inclusive score, '+inf' for none), the
+  // cursor's id at that score ('' to take the whole score), lower bound ('-inf' for none), count.
+  // Returns the JSON of up to `count` deliveries in listing order.
+  historyPage: `
+local key = prefix .. ARGV[2]
+local upper, after, lower, count = ARGV[3], ARGV[4], ARGV[5], tonumber(ARGV[6])
+local ids = {}
+if after ~= '' then
+  -- The cursor's own creation time: only the ids listed after it (smaller), then strictly older ones.
+  for _, id in ipairs(redis.call('ZREVRANGEBYSCORE', key, upper, upper)) do
+    if id < after and #ids < count then ids[#ids + 1] = id end
+  end
+  upper = '(' .. upper
+end
+if #ids < count then
+  for _, id in ipairs(redis.call('ZREVRANGEBYSCORE', key, upper, lower, 'LIMIT', 0, count - #ids)) do ids[#ids + 1] = id end
+end
+if #ids == 0 then return {} end
+return redis.call('HMGET', docs, unpack(ids))`,
+
+  // ARGV: prefix, epoch. Returns {'reset'} or {'ok', fan-out checkpoint, then JSON, workspace per delivery}.
+  historyPending: `
+if redis.call('GET', epoch) ~= ARGV[2] then return { 'reset' } end
+local fanned = redis.call('HGET', meta, 'fanned') or '0'
+local out = { 'ok', fanned }
+local seen = {}
+local function add(id)
+  if seen[id] then return end
+  seen[id] = true
+  out[#out + 1] = redis.call('HGET', docs, id)
+  out[#out + 1] = redis.call('HGET', ws, id)
+end
+for _, id in ipairs(redis.call('SMEMBERS', waiting)) do add(id) end
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', ahead, '(' .. fanned, '+inf')) do add(id) end
+return out`,
+
+  // ARGV: prefix, cutoff (exclusive), limit. Settled deliveries only; those of events past the fan-out
+  // checkpoint (few: the newest) are skipped. Returns how many went.
+  historyPrune: `
+local limit = tonumber(ARGV[3])
+local candidates = redis.call('ZRANGEBYSCORE', settled, '-inf', '(' .. ARGV[2], 'LIMIT', 0, limit + redis.call('ZCARD', ahead))
+local pruned = 0
+for _, id in ipairs(candidates) do
+  if pruned == limit then break end
+  if not redis.call('ZSCORE', ahead, id) then pruned = pruned + drop(id) end
+end
+return pruned`,
+
+  // ARGV: prefix, subscription, batch. Drops up to `batch` of its deliveries; returns how many went.
+  historyForget: `
+local dropped = 0
+for _, id in ipairs(redis.call('ZRANGE', prefix .. 's:' .. ARGV[2], 0, tonumber(ARGV[3]) - 1)) do dropped = dropped + drop(id) end
+return dropped`,
+} as const;
+
+/** Deliveries dropped per script by forget (a subscription's history may be large). */
+const FORGET_BATCH = 1_000;
+
+/** The set a query reads: the subscription's, or the one of its filter combination. */
+const setOf = (query: HistoryQuery): string =>
+  `s:${query.subscriptionId}${query.status === undefined ? '' : `:st:${query.status}`}${query.eventType === undefined ? '' : `:t:${query.eventType}`}`;
+
+export interface RedisDeliveryIndexOptions {
+  readonly client: Redis;
+  /** Namespaces the keys (tests, several deployments on one Redis). */
+  readonly keyPrefix?: string;
+}
+
+export const createRedisDeliveryIndex = (options: RedisDeliveryIndexOptions): DeliveryIndex => {
+  const client = options.client as Scripted<typeof SCRIPTS>;
+  for (const [name, lua] of Object.entries(SCRIPTS)) client.defineCommand(name, { numberOfKeys: 7, lua: PRELUDE + lua });
+  const tag = `{${options.keyPrefix ?? ''}dh:v${DELIVERY_INDEX_VERSION}}`;
+  const keys = ['docs', 'ws', 'meta', 'waiting', 'ahead', 'settled', 'epoch'].map((name) => `${tag}:${name}`);
+  const prefix = `${tag}:`;
+  /** The epoch this process applies in, bound by checkpoint(); null until then and after a reset. */
+  let epoch: string | null = null;
+
+  const reach = readOf('delivery history index');
+
+  const reset = (reason: string, cause?: unknown): ProjectionReset => {
+    epoch = null;
+    return new ProjectionReset(`delivery history index: ${reason}`, cause === undefined ? undefined : { cause });
+  };
+  const lost = () => reset('its data is gone (Redis restarted without persistence, or was flushed): rebuilding it from the log');
+
+  /** A write: its outcome is unknown when Redis cannot be reached, so the runner starts again from the checkpoint. */
+  const write = async <T>(call: () => Promise<T>): Promise<T> => {
+    if (epoch === null) throw reset('not bound to the stored data: read the checkpoint first');
+    try {
+      return await call();
+    } catch (error) {
+      throw reset(`Redis unavailable (${(error as Error).message})`, error);
+    }
+  };
+
+  const bind = async (): Promise<IndexCheckpoint> => {
+    const [bound, position, fanned] = (await client.historyBind(...keys, prefix, randomBytes(8).toString('hex'))) as [string, string, string];
+    epoch = bound;
+    return { position: Number(position), fannedOutThrough: Number(fanned) };
+  };
+
+  const forgetAll = async (subscriptionId: string): Promise<void> => {
+    while (Number(await client.historyForget(...keys, prefix, subscriptionId, String(FORGET_BATCH))) === FORGET_BATCH);
+  };
+
+  /**
+   * Applies a batch of events in log order, reading again whenever another writer moved the
+   * checkpoint first. A deleted subscription's history is dropped before the checkpoint passes its
+   * deletion, a script per thousand deliveries: whoever then moves the checkpoint has dropped it too.
+   */
+  const applyBatch = async (batch: readonly ProjectedEvent[]): Promise<void> => {
+    const ids = [...new Set(batch.flatMap((event) => unpackSteps(event).map((step) => String(step.data['delivery_id']))))];
+    for (;;) {
+      const [status, position, fanned, ...found] = (await write(() => client.historyRead(...keys, prefix, epoch as string, ...ids))) as [string, string, string, ...(string | null)[]];
+      if (status === 'reset') throw lost();
+      const stored = new Map<string, Delivery>();
+      ids.forEach((id, i) => {
+        const json = found[i];
+        if (typeof json === 'string') stored.set(id, JSON.parse(json) as Delivery);
+      });
+      const changed = new Map<string, IndexedDelivery>();
+      const deleted = new Set<string>();
+      let fannedOutThrough = Number(fanned);
+      let last = Number(position);
+      for (const event of batch) {
+        if (event.position <= Number(position)) continue;
+        last = event.position;
+        const change = indexChange(event, (id) => changed.get(id)?.delivery ?? stored.get(id));
+        if (change.kind === 'subscription_deleted') {
+          deleted.add(change.subscriptionId);
+          for (const [id, entry] of changed) if (entry.delivery.subscriptionId === change.subscriptionId) changed.delete(id);
+          continue;
+        }
+        for (const entry of change.deliveries) changed.set(entry.delivery.id, entry);
+        fannedOutThrough = Math.max(fannedOutThrough, change.fannedOutThrough);
+      }
+      if (last === Number(position)) return;
+      for (const subscriptionId of deleted) await write(() => forgetAll(subscriptionId));
+      const args = [epoch as string, position, String(last), String(fannedOutThrough)];
+      for (const { delivery, workspaceId } of changed.values()) {
+        const was = deleted.has(delivery.subscriptionId) ? '' : (stored.get(delivery.id)?.status ?? '');
+        args.push(delivery.id, delivery.subscriptionId, workspaceId, delivery.status, was, delivery.eventType, String(delivery.eventPosition), String(delivery.createdAt), JSON.stringify(delivery));
+      }
+      const outcome = await write(() => client.historyApply(...keys, prefix, ...args));
+      if (outcome === 'reset') throw lost();
+      if (outcome === 'ok') return;
+      // 'moved': another writer applied some of these events meanwhile: read again.
+    }
+  };
+
+  const enqueue = batchedApplies(APPLY_BATCH, applyBatch);
+
+  return {
+    async page(query) {
+      const { after, createdBefore, createdFrom } = query;
+      if (after !== undefined && createdFrom !== undefined && after.createdAt < createdFrom) return { items: [], next: null };
+      // The upper bound: the cursor's creation time, where only the ids listed after its own follow, or strictly below createdBefore.
+      const fromCursor = after !== undefined && (createdBefore === undefined || after.createdAt < createdBefore);
+      const upper = fromCursor ? String(after.createdAt) : createdBefore === undefined ? '+inf' : `(${createdBefore}`;
+      const lower = createdFrom === undefined ? '-inf' : String(createdFrom);
+      // One more than asked: whether a next page exists, without counting.
+      const found = (await reach(() => client.historyPage(...keys, prefix, setOf(query), upper, fromCursor ? after.id : '', lower, String(query.limit + 1)))) as (string | null)[];
+      const items = found.flatMap((json) => (json === null ? [] : [JSON.parse(json) as Delivery])).slice(0, query.limit);
+      const last = items.at(-1);
+      return { items, next: found.length > query.limit && last !== undefined ? { createdAt: last.createdAt, id: last.id } : null };
+    },
+    async get(subscriptionId, deliveryId) {
+      // One transaction: the delivery and the checkpoint it is as recent as.
+      const replies = await reach(() => client.multi().hget(keys[0] as string, deliveryId).hget(keys[2] as string, 'position').exec());
+      const [[, json], [, position]] = replies as [[unknown, string | null], [unknown, string | null]];
+      if (json === null) return undefined;
+      const delivery = JSON.parse(json) as Delivery;
+      return delivery.subscriptionId === subscriptionId ? { delivery, position: Number(position ?? 0) } : undefined;
+    },
+    async checkpoint() {
+      // A runner (re)starting waits here for Redis rather than failing.
+      await redisReady(client);
+      return bind();
+    },
+    apply: enqueue,
+    async pending() {
+      if (epoch === null) throw reset('not bound to the stored data: read the checkpoint first');
+      const [status, fanned, ...rows] = (await reach(() => client.historyPending(...keys, prefix, epoch as string))) as [string, string, ...(string | null)[]];
+      if (status === 'reset') throw lost();
+      const deliveries: IndexedDelivery[] = [];
+      for (let i = 0; i < rows.length; i += 2) {
+        const json = rows[i];
+        if (typeof json === 'string') deliveries.push({ delivery: JSON.parse(json) as Delivery, workspaceId: String(rows[i + 1]) });
+      }
+      return { deliveries, fannedOutThrough: Number(fanned) };
+    },
+    async prune(before, limit) {
+      return Number(await reach(() => client.historyPrune(...keys, prefix, String(before), String(limit))));
+    },
+    forget: (subscriptionId) => reach(() => forgetAll(subscriptionId)),
+    async clear() {
+      // The epoch goes too, so the other writers reset and read the empty checkpoint.
+      await reach(() => unlinkTagged(client, tag));
+      await bind();
+    },
+    async close() {},
+  };
+};
+
+/** The index on a connection of its own (closed with it). */
+export const openRedisDeliveryIndex = (options: { readonly url: string; readonly keyPrefix?: string }): DeliveryIndex & { readonly client: Redis } => {
+  const client = createRedisClient(options.url, 'command', { commandTimeoutMs: READ_MODEL_COMMAND_TIMEOUT_MS });
+  const index = createRedisDeliveryIndex({ client, ...(options.keyPrefix === undefined ? {} : { keyPrefix: options.keyPrefix }) });
+  return {
+    ...index,
+    client,
+    async close() {
+      client.disconnect();
+    },
+  };
+};

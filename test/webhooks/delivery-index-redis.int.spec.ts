@@ -1,0 +1,136 @@
+// The delivery-history index in Redis (the distributed mode): the contract, with the index opened again
+// as a restarting process does, and what only a shared copy has: several writers applying the same
+// log, a Redis that lost its data, a Redis that does not answer. Pending unless REDIS_URL is set.
+import { expect } from 'chai';
+import { Redis } from 'ioredis';
+import { ProjectionReset } from '../../src/app/projection-runner.js';
+import { deliveryAggregate, packSteps, type Delivery, type DeliveryCommand } from '../../src/domain/delivery/delivery.js';
+import { deliveryStream } from '../../src/domain/delivery/ids.js';
+import type { DeliveryIndex } from '../../projections/deliveries-index.js';
+import { openRedisDeliveryIndex } from '../../projections/deliveries-index-redis.js';
+import { StoreUnavailable, type ProjectedEvent } from '../../projections/tickets-store.js';
+import { redisServerInstalled, startPrivateRedis } from '../support/redis-server.js';
+import { deliveryIndexContract } from './delivery-index.contract.js';
+
+const redisUrl = process.env['REDIS_URL'];
+
+/** A fresh namespace on the test Redis; every index opened on it is closed, its keys dropped, at teardown. */
+const namespace = (url: string) => {
+  const keyPrefix = `test:${Math.random().toString(16).slice(2)}:`;
+  const opened: DeliveryIndex[] = [];
+  const open = async (): Promise<DeliveryIndex> => {
+    const index = openRedisDeliveryIndex({ url, keyPrefix });
+    opened.push(index);
+    // Bound to the stored data, as its runner does before the first apply.
+    await index.checkpoint();
+    return index;
+  };
+  /** What a Redis restarted without persistence leaves of this index: nothing. */
+  const lose = async () => {
+    const admin = new Redis(url);
+    try {
+      const keys = await admin.keys(`{${keyPrefix}dh:*`);
+      if (keys.length > 0) await admin.del(...keys);
+    } finally {
+      admin.disconnect();
+    }
+  };
+  return {
+    open,
+    lose,
+    async teardown() {
+      await lose();
+      for (const index of opened) await index.close();
+    },
+  };
+};
+
+if (redisUrl !== undefined) {
+  deliveryIndexContract('redis', async () => {
+    const space = namespace(redisUrl);
+    return { index: await space.open(), reopen: space.open, teardown: space.teardown };
+  });
+}
+
+const T0 = 1_700_000_000_000_000;
+
+/** The log of one subscription's deliveries, as a dispatcher records them: each scheduled, then delivered at its first attempt. */
+const deliveryRecords = (count: number): ProjectedEvent[] => {
+  const decided = (command: DeliveryCommand, state: Delivery | null) => {
+    const result = deliveryAggregate.decide(command, state);
+    if (result._tag === 'Left') throw new Error(result.left.message);
+    return result.right;
+  };
+  return Array.from({ length: count }, (_, i) => {
+    const deliveryId = `d${String(i).padStart(3, '0')}`;
+    const schedule = { kind: 'schedule', deliveryId, subscriptionId: 's1', eventId: `x${i}`, eventType: 'ticket.created', eventPosition: i + 1, fannedOutThrough: i, at: T0 + i } as const;
+    const scheduled = decided(schedule, null);
+    const state = scheduled.reduce(deliveryAggregate.evolve, null);
+    const outcome = { delivered: true, statusCode: 200, error: null, latencyMs: 3 };
+    return [scheduled, decided({ kind: 'record_attempt', attempt: 1, outcome, at: T0 + i + 1, retryDelaysMs: [] }, state)];
+  })
+    .flat()
+    .map((steps, i) => ({ id: `e${i}`, position: i + 1, revision: i, stream: deliveryStream('s1'), workspaceId: 'ws', ...packSteps(steps) }));
+};
+
+(redisUrl === undefined ? describe.skip : describe)('delivery history index in Redis (int)', () => {
+  let space: ReturnType<typeof namespace>;
+  beforeEach(() => {
+    space = namespace(redisUrl as string);
+  });
+  afterEach(() => space.teardown());
+
+  it('ends the same when two writers apply the same log at once, each event applied once', async () => {
+    const events = deliveryRecords(150);
+    const [a, b] = [await space.open(), await space.open()];
+    // Both race through the whole log; the second one mostly finds its events applied by the first.
+    await Promise.all([Promise.all(events.map((event) => a.apply(event))), Promise.all(events.map((event) => b.apply(event)))]);
+    const page = await a.page({ subscriptionId: 's1', limit: 200 });
+    expect(page.items).to.have.length(150);
+    expect(page.items.every((d) => d.status === 'delivered' && d.history.length === 1)).to.equal(true);
+    expect(page.items[0]?.id).to.equal('d149');
+    expect(await b.checkpoint()).to.deep.equal({ position: 300, fannedOutThrough: 149 });
+    // The last one's event is past the fan-out checkpoint: a replayed fan-out must find it known.
+    expect((await b.pending()).deliveries.map((p) => p.delivery.id)).to.deep.equal(['d149']);
+  });
+
+  it('refuses applies and a restart from it once Redis lost its data, and starts again from position 0', async () => {
+    const index = await space.open();
+    const events = deliveryRecords(3);
+    for (const event of events.slice(0, 4)) await index.apply(event);
+    await space.lose();
+    let applyFailure: unknown = null;
+    await Promise.resolve(index.apply(events[4] as ProjectedEvent)).catch((error: unknown) => (applyFailure = error));
+    expect(applyFailure).to.be.instanceOf(ProjectionReset);
+    // A dispatcher must not take over from an index that is being rebuilt.
+    let pendingFailure: unknown = null;
+    await index.pending().catch((error: unknown) => (pendingFailure = error));
+    expect(pendingFailure).to.be.instanceOf(ProjectionReset);
+    expect(await index.checkpoint()).to.deep.equal({ position: 0, fannedOutThrough: 0 });
+    for (const event of events) await index.apply(event);
+    expect((await index.page({ subscriptionId: 's1', limit: 10 })).items.map((d) => d.id)).to.deep.equal(['d002', 'd001', 'd000']);
+  });
+
+  it('answers StoreUnavailable while Redis does not answer, and pages again once it does', async function () {
+    if (!redisServerInstalled()) this.skip();
+    const redis = await startPrivateRedis();
+    const index = openRedisDeliveryIndex({ url: redis.url });
+    try {
+      await index.checkpoint();
+      for (const event of deliveryRecords(2)) await index.apply(event);
+      redis.pause();
+      let failure: unknown = null;
+      await index.page({ subscriptionId: 's1', limit: 10 }).catch((error: unknown) => (failure = error));
+      expect(failure).to.be.instanceOf(StoreUnavailable);
+      failure = null;
+      await index.get('s1', 'd000').catch((error: unknown) => (failure = error));
+      expect(failure).to.be.instanceOf(StoreUnavailable);
+      redis.resume();
+      expect((await index.page({ subscriptionId: 's1', limit: 10 })).items.map((d) => d.id)).to.deep.equal(['d001', 'd000']);
+    } finally {
+      redis.resume();
+      await index.close();
+      await redis.stop();
+    }
+  });
+});

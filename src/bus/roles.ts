@@ -3,12 +3,14 @@
 //               process, fed by a tail of the log (src/webhooks/dispatch/thread.ts), and the HTTP
 //               features record manual retries in the log for it, as the api role does
 //   api         every HTTP feature, without the webhook delivery engine (its routes read the delivery
-//               history from an index of the log kept in memory and record manual retries in the
-//               log) and the feed publisher
+//               history from the index the dispatchers keep in Redis when REDIS_URL is set, else from
+//               an index of the log kept in memory, and record manual retries in the log) and the feed
+//               publisher
 //   relay       the relay log → Kafka (and the EventStoreDB sequencer) and the feed publisher (the one
 //               process announcing new offsets to the API servers' long polls), health routes only
 //   dispatcher  the webhook delivery engine fed by the Kafka consumer group, with the retry schedule
-//               shared in Redis when REDIS_URL is set, health routes only
+//               and the delivery-history index shared in Redis when REDIS_URL is set (it restarts from
+//               the index; without Redis, from the whole delivery history of the log), health routes only
 // Every role serves /healthz and /readyz.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -22,7 +24,8 @@ import { openSqliteLog } from '../log/sqlite.js';
 import { feedPublisherFeature } from '../updates/feature.js';
 import { webhooksWithDelivery, webhooksWithDeliveryFeature } from '../webhooks/dispatch/feature.js';
 import { createRedisRetrySchedule } from '../webhooks/dispatch/retry-schedule/redis.js';
-import { deliveryHistoryFrom, historyFromIndexFile, historyInMemory } from '../webhooks/dispatch/history.js';
+import { deliveryHistoryFrom, historyFromIndexFile, historyInMemory, historyInRedis } from '../webhooks/dispatch/history.js';
+import { sharedHistory } from '../webhooks/dispatch/shared-history.js';
 import { createDispatcherThread } from '../webhooks/dispatch/thread.js';
 import { createWebhooksFeature } from '../webhooks/feature.js';
 import { createLogCheckpoint } from './checkpoint.js';
@@ -92,14 +95,21 @@ const dispatcherFeatures = (core: Core): Feature[] => {
     group: config.kafkaGroup,
     sessionTimeoutMs: config.kafkaSessionTimeoutMs,
   };
+  if (config.redisUrl === null) {
+    console.warn('dispatcher without REDIS_URL: its retry schedule is its own, so run only one dispatcher (each would send every retry)');
+    return [webhooksWithDelivery(createKafkaSource(bus))(core), healthFeature(core)];
+  }
   // A claim outlives one attempt (its send timeout, then recording), so only a dead dispatcher's claims expire.
-  const shared = config.redisUrl === null ? undefined : createRedisRetrySchedule({ url: config.redisUrl, leaseMs: 2 * config.webhooks.timeoutMs + CLAIM_LEASE_MARGIN_MS });
-  if (shared === undefined) console.warn('dispatcher without REDIS_URL: its retry schedule is its own, so run only one dispatcher (each would send every retry)');
-  return [webhooksWithDelivery(createKafkaSource(bus), shared)(core), healthFeature(core)];
+  const shared = createRedisRetrySchedule({ url: config.redisUrl, leaseMs: 2 * config.webhooks.timeoutMs + CLAIM_LEASE_MARGIN_MS });
+  const history = sharedHistory(core, config.redisUrl);
+  return [history.feature, webhooksWithDelivery(createKafkaSource(bus, history.restore), shared, history.records)(core), healthFeature(core)];
 };
 
-/** The API servers' webhooks: delivery history from an index of the log in memory, manual retries recorded in the log for the dispatchers. */
-const webhooksFromLog: FeatureFactory = (core) => createWebhooksFeature(core, [deliveryHistoryFrom(historyInMemory)]);
+/**
+ * The API servers' webhooks: delivery history from the index in Redis the dispatchers keep (REDIS_URL),
+ * else from an index of the log in memory; manual retries recorded in the log for the dispatchers.
+ */
+const webhooksFromLog: FeatureFactory = (core) => createWebhooksFeature(core, [deliveryHistoryFrom(core.config.redisUrl === null ? historyInMemory : historyInRedis)]);
 
 /** The embedded features with the webhooks feature of a server whose delivery engine runs elsewhere. */
 const withoutDelivery = (core: Core, embedded: readonly FeatureFactory[], webhooks: FeatureFactory = webhooksFromLog): Feature[] =>

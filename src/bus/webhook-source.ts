@@ -1,16 +1,19 @@
 // How events reach the webhook dispatcher in distributed mode: from the Kafka topic instead of a tail
 // of the log. Same shape as the embedded LogTail (src/webhooks/dispatch/log-tail.ts), so the delivery
-// engine is built the same way with either. Kafka's committed offsets are the fan-out checkpoint: at
-// start every delivery in the log is known, so an event handed over again after a crash or a
-// rebalance finds its deliveries recorded and fans out to nobody twice. Deactivations and manual
-// retries recorded by the API servers still come from the log (internal events, never on the topic).
+// engine is built the same way with either. Kafka's committed offsets are the fan-out checkpoint, so
+// a delivery record's `fanned_out_through` is its own event's position. An event handed over again
+// after a crash or a rebalance must find its deliveries recorded: with the delivery-history index
+// (REDIS_URL) the dispatcher asks it (DeliveryRecords.recorded) and a start takes over only what is
+// waiting; without it, a start reads every delivery of the log and remembers them all. Deactivations
+// and manual retries recorded by the API servers still come from the log (internal events, never on
+// the topic).
 import type { Kafka } from 'kafkajs';
 import { SUBSCRIPTION_EVENTS, subscriptionStream } from '../domain/subscription/subscription.js';
 import { DELIVERY_RECORDED } from '../domain/delivery/delivery.js';
 import type { LogSubscription, RecordedEvent } from '../log/event-log.js';
 import type { Dispatcher } from '../webhooks/dispatch/dispatcher.js';
 import type { LogTail, LogTailOptions } from '../webhooks/dispatch/log-tail.js';
-import { readDeliveryHistory } from '../webhooks/dispatch/restore.js';
+import { readDeliveryHistory, type DeliveryHistory } from '../webhooks/dispatch/restore.js';
 import { takeUpRetryRequests } from '../webhooks/dispatch/retry-requests.js';
 import { createBusConsumer } from './consumer.js';
 
@@ -31,15 +34,19 @@ const fromLog = (dispatcher: Dispatcher) => {
   };
 };
 
+/** Every delivery of the log, each one remembered (none is past a fan-out checkpoint the log does not know). */
+const wholeHistory = async (log: LogTailOptions['log']): Promise<DeliveryHistory> => ({ ...(await readDeliveryHistory(log)), fannedOutThrough: 0 });
+
+/** `restore`: what a start takes over (default: the whole delivery history of the log). */
 export const createKafkaSource =
-  (bus: KafkaSourceOptions) =>
+  (bus: KafkaSourceOptions, restore?: () => Promise<DeliveryHistory>) =>
   ({ log, subscriptions, dispatcher }: LogTailOptions): LogTail => {
     const consumer = createBusConsumer({
       ...bus,
       async handle(record) {
         // Subscriptions created before the event must be known before it fans out.
         await subscriptions.waitFor(record.position);
-        await dispatcher.fanOut(record);
+        await dispatcher.fanOut(record, record.position);
       },
     });
     let internal: LogSubscription | null = null;
@@ -47,8 +54,8 @@ export const createKafkaSource =
       async start() {
         // From before the history is read: what is recorded meanwhile is taken up twice, harmlessly, never missed.
         const after = await log.headPosition();
-        const history = await readDeliveryHistory(log);
-        await dispatcher.resume(history.deliveries, 0);
+        const history = await (restore?.() ?? wholeHistory(log));
+        await dispatcher.resume(history.deliveries, history.fannedOutThrough);
         internal = log.subscribe({ after, types: [SUBSCRIPTION_EVENTS.deactivated, DELIVERY_RECORDED] }, fromLog(dispatcher));
         internal.done.catch((error: unknown) => console.error('webhook deactivations and retry requests stopped:', error));
         await consumer.start();

@@ -3,7 +3,7 @@
 // one middleware (middleware/errors.ts) renders them, in the shapes of the codecs below (which the
 // API document describes them with).
 import * as t from 'io-ts';
-import { ERROR_CODES, type DomainError, type ErrorCode } from '../domain/errors.js';
+import { domainError, ERROR_CODES, type DomainError, type ErrorCode } from '../domain/errors.js';
 import type { JsonObject } from '../log/event-log.js';
 import { statusOf } from './error-status.js';
 import type { ResponseHeaders } from './response-headers.js';
@@ -47,3 +47,6 @@ export const short = (status: number, detail: string, headers?: ResponseHeaders)
 export const invalid = (problems: readonly Problem[]): ApiFailure => new ApiFailure({ kind: 'validation', problems });
 
 export const notFound = (what: string): ApiFailure => short(404, `${what} not found`);
+
+/** 503 while a store out of this process cannot be reached (Redis down): retry after a second, as the contract's guidance has it. */
+export const unavailable = (message: string): ApiFailure => business(domainError('SERVICE_UNAVAILABLE', message), { 'Retry-After': '1' });

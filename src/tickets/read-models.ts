@@ -5,27 +5,23 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createProjectionRunner, type ProjectionRunner } from '../app/projection-runner.js';
 import type { Core } from '../app/core.js';
-import { domainError } from '../domain/errors.js';
-import { business } from '../http/api-error.js';
+import { unavailable } from '../http/api-error.js';
 import type { EventLog, RecordedEvent } from '../log/event-log.js';
 import { TICKET_PROJECTIONS } from '../../projections/registry.js';
 import { applier, StoreUnavailable, type DocumentProjection, type DocumentStore } from '../../projections/tickets-store.js';
 
-/** Seconds a client is told to wait (the contract's retry guidance for 503 is growing pauses). */
-const RETRY_AFTER_S = '1';
-
-const unavailable = () => business(domainError('SERVICE_UNAVAILABLE', 'Tickets and contacts are unavailable for a moment: retry shortly'), { 'Retry-After': RETRY_AFTER_S });
+const refused = () => unavailable('Tickets and contacts are unavailable for a moment: retry shortly');
 
 /** The store's reads, refused while the stores are out of reach (a read that cannot reach them is a 503 too). */
 const guarded = <D>(store: DocumentStore<D>, available: () => boolean): DocumentStore<D> => {
   const read =
     <A extends unknown[], R>(call: (...args: A) => Promise<R>) =>
     async (...args: A): Promise<R> => {
-      if (!available()) throw unavailable();
+      if (!available()) throw refused();
       try {
         return await call(...args);
       } catch (error) {
-        throw error instanceof StoreUnavailable ? unavailable() : error;
+        throw error instanceof StoreUnavailable ? refused() : error;
       }
     };
   return { ...store, get: read(store.get), list: read(store.list) };
@@ -78,14 +74,14 @@ export const createTicketReadModels = (core: Core) => {
     const done = applied(position).then(() => true);
     for (;;) {
       if (await Promise.race([done, sleep(AVAILABILITY_CHECK_MS).then(() => false)])) return;
-      if (!available()) throw unavailable();
+      if (!available()) throw refused();
     }
   };
   return {
     settled,
     /** Throws the 503 while the stores are out of reach: commands call it before they write. */
     assertAvailable(): void {
-      if (!available()) throw unavailable();
+      if (!available()) throw refused();
     },
     /** After a command: its last event, or when it decided nothing, everything up to now (what it read). */
     async settledAfter(records: readonly RecordedEvent[]): Promise<void> {

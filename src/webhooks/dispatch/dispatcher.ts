@@ -13,6 +13,7 @@ import { isPublicEventType } from '../../domain/event-types.js';
 import { evolveSubscription, initialSubscription, subscriptionStream } from '../../domain/subscription/subscription.js';
 import type { MicrosClock } from '../../log/clock.js';
 import type { EventLog, RecordedEvent } from '../../log/event-log.js';
+import type { DeliveryAsOf } from '../../../projections/deliveries-index.js';
 import { createKeyedLock } from '../../shared/keyed-lock.js';
 import type { AttemptOutcome, Sender } from '../sender.js';
 import type { SubscriptionDirectory, SubscriptionRow } from '../subscriptions.js';
@@ -38,6 +39,8 @@ export interface DispatcherDeps {
   readonly maxInFlight: number;
   readonly maxInFlightPerSubscription: number;
   readonly maxInFlightPerWorkspace: number;
+  /** Where deliveries this dispatcher does not hold are read; default: the log, whole (recordsFromLog). */
+  readonly records?: DeliveryRecords;
 }
 
 /** A delivery read back from the log after a restart. */
@@ -45,6 +48,35 @@ export interface RestoredDelivery {
   readonly delivery: Delivery;
   readonly workspaceId: string;
 }
+
+/**
+ * Where a dispatcher reads deliveries it does not hold: the log by default, whole (every delivery
+ * record, a subscription's whole stream); the distributed mode with Redis reads the delivery-history
+ * index instead (src/webhooks/dispatch/shared-history.ts), so none of these grows with the history.
+ */
+export interface DeliveryRecords {
+  /** Every delivery still waiting: a lost shared schedule is re-seeded from them. */
+  waiting(): Promise<readonly RestoredDelivery[]>;
+  /** One delivery as the log has it now, with the position of the last record it reflects; undefined when unknown (or pruned). */
+  current(subscriptionId: string, deliveryId: string): Promise<DeliveryAsOf | undefined>;
+  /**
+   * Whether a fan-out recorded the delivery already, for an event handed over again (Kafka after a
+   * crash or a rebalance). Absent: the deliveries a restart read are remembered instead (`resume`).
+   */
+  recorded?(subscriptionId: string, deliveryId: string): Promise<boolean>;
+}
+
+/** The deliveries as the log has them: folded from every delivery record, or a subscription's whole stream. */
+export const recordsFromLog = (log: EventLog): DeliveryRecords => ({
+  async waiting() {
+    return (await readDeliveryHistory(log)).deliveries.filter(({ delivery }) => delivery.status === 'waiting');
+  },
+  async current(subscriptionId, deliveryId) {
+    const events = await log.readStream(deliveryStream(subscriptionId));
+    const delivery = foldDeliveries(events).get(deliveryId);
+    return delivery === undefined ? undefined : { delivery, position: (events.at(-1) as RecordedEvent).position };
+  },
+});
 
 export interface Dispatcher {
   /**
@@ -94,6 +126,7 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
   const { log, subscriptions, sender, clock } = deps;
   const shared = 'shared' in deps.schedule ? deps.schedule.shared : null;
   const schedule: RetrySchedule = 'shared' in deps.schedule ? deps.schedule.shared : deps.schedule.own;
+  const records = deps.records ?? recordsFromLog(log);
   const recorder = createRecorder(log);
   const waiting = createWaitingDeliveries(log);
   const pending = new Map<string, Pending>();
@@ -215,13 +248,14 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
     return body;
   };
 
-  /** The subscription's deliveries as its stream has them, with their workspace (null when the stream is empty or gone). */
-  const readHistory = async (subscriptionId: string): Promise<{ deliveries: ReadonlyMap<string, Delivery>; workspaceId: string | null }> => {
-    const events = await log.readStream(deliveryStream(subscriptionId));
-    const last = events.at(-1);
+  /** One delivery as the log has it now, with its workspace; undefined when unknown or its subscription is gone. */
+  const readOne = async (subscriptionId: string, deliveryId: string): Promise<{ delivery: Delivery; workspaceId: string } | undefined> => {
+    const found = await records.current(subscriptionId, deliveryId);
+    if (found === undefined) return undefined;
     // The subscription was created before its first delivery: the directory must know it before judging it gone.
-    if (last !== undefined) await subscriptions.waitFor(last.position);
-    return { deliveries: foldDeliveries(events), workspaceId: last?.workspaceId ?? null };
+    await subscriptions.waitFor(found.position);
+    const workspaceId = subscriptions.workspaceOf(subscriptionId);
+    return workspaceId === undefined ? undefined : { delivery: found.delivery, workspaceId };
   };
 
   /** The subscription's waiting deliveries, read incrementally (the hot path of a shared schedule). */
@@ -242,12 +276,12 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
 
   /** A claimed delivery this dispatcher does not hold (another one scheduled it, or this one restarted); undefined when no longer waiting. */
   const takeOver = async (entry: DueAttempt): Promise<Pending | undefined> => {
-    let { deliveries, workspaceId } = await readWaiting(entry.subscriptionId);
-    // Not among the waiting ones kept: read the whole stream to be sure (a manual retry of a delivery settled long ago).
-    if (!deliveries.has(entry.deliveryId)) ({ deliveries, workspaceId } = await readHistory(entry.subscriptionId));
-    const delivery = deliveries.get(entry.deliveryId);
-    if (workspaceId === null || delivery?.status !== 'waiting') return pending.get(entry.deliveryId);
-    return hold(delivery, workspaceId);
+    const { deliveries, workspaceId } = await readWaiting(entry.subscriptionId);
+    const kept = deliveries.get(entry.deliveryId);
+    // Not among the waiting ones kept: read it from the history (a manual retry of a delivery settled long ago).
+    const found = kept !== undefined && workspaceId !== null ? { delivery: kept, workspaceId } : await readOne(entry.subscriptionId, entry.deliveryId);
+    if (found?.delivery.status !== 'waiting') return pending.get(entry.deliveryId);
+    return hold(found.delivery, found.workspaceId);
   };
 
   /** A shared schedule's waiting deliveries are held by no dispatcher until claimed: each one reads them from the log. */
@@ -311,14 +345,13 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
 
   /**
    * The shared schedule lost its entries (Redis restarted without persistence): offers every waiting
-   * delivery of the log again. One that was due may be under way at a dispatcher whose claim went
+   * delivery again. One that was due may be under way at a dispatcher whose claim went
    * with the rest: it is offered at the end of such a claim's lease, by when its owner has put or
    * removed it, so the attempt is not sent twice at once.
    */
   const reseed = async (store: SharedRetrySchedule): Promise<void> => {
-    const { deliveries } = await readDeliveryHistory(log);
-    const waiting = deliveries.flatMap(({ delivery, workspaceId }) =>
-      delivery.status === 'waiting' && delivery.nextAttemptAt !== null && subscriptions.get(workspaceId, delivery.subscriptionId) !== undefined
+    const waiting = (await records.waiting()).flatMap(({ delivery, workspaceId }) =>
+      delivery.nextAttemptAt !== null && subscriptions.get(workspaceId, delivery.subscriptionId) !== undefined
         ? [{ deliveryId: delivery.id, subscriptionId: delivery.subscriptionId, dueAt: delivery.nextAttemptAt, round: delivery.round }]
         : [],
     );
@@ -342,7 +375,7 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
       await Promise.all(
         targets.map(async (subscription) => {
           const deliveryId = deliveryIdOf(event.id, subscription.id);
-          if (pending.has(deliveryId) || known.delete(deliveryId)) return;
+          if (pending.has(deliveryId) || known.delete(deliveryId) || (await records.recorded?.(subscription.id, deliveryId))) return;
           const events = decided(
             { kind: 'schedule', deliveryId, subscriptionId: subscription.id, eventId: event.id, eventType: event.type, eventPosition: event.position, fannedOutThrough, at },
             null,
@@ -405,11 +438,12 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
 
     async retryRequested(subscriptionId, deliveryId, round) {
       if ((pending.get(deliveryId)?.delivery.round ?? 0) >= round) return;
-      // The whole stream: the waiting view kept no settled delivery to fold the request onto.
-      const { deliveries, workspaceId } = await readHistory(subscriptionId);
+      // From the history: the waiting view kept no settled delivery to fold the request onto.
+      const found = await readOne(subscriptionId, deliveryId);
       // Already attempted, settled or superseded by a later round: nothing to take up.
-      const delivery = deliveries.get(deliveryId);
-      if (workspaceId === null || delivery?.status !== 'waiting' || delivery.round !== round || delivery.nextAttemptAt === null) return;
+      if (found === undefined) return;
+      const { delivery, workspaceId } = found;
+      if (delivery.status !== 'waiting' || delivery.round !== round || delivery.nextAttemptAt === null) return;
       // Every dispatcher takes the request up: the first offer schedules the attempt, due at once; the
       // others find it scheduled or claimed (a put would drop the claim and offer the attempt again).
       await enqueue(hold(delivery, workspaceId), delivery.nextAttemptAt, 'offer');

@@ -7,7 +7,7 @@
 import type { Core, FeatureFactory } from '../../app/core.js';
 import { createWebhooksFeature, type WebhookExtension } from '../feature.js';
 import { runSubscriptionCommand } from '../subscriptions.js';
-import { createDispatcher } from './dispatcher.js';
+import { createDispatcher, type DeliveryRecords } from './dispatcher.js';
 import { createLogTail, type LogTail, type LogTailOptions } from './log-tail.js';
 import type { SharedRetrySchedule } from './retry-schedule.js';
 import { createMemoryRetrySchedule } from './retry-schedule/memory.js';
@@ -15,7 +15,7 @@ import { createMemoryRetrySchedule } from './retry-schedule/memory.js';
 /** Where the dispatcher's events come from: anything that feeds dispatcher.fanOut in log order per workspace. */
 export type EventSource = (options: LogTailOptions) => LogTail;
 
-export const webhookDispatchFrom = (source: EventSource, shared?: SharedRetrySchedule): WebhookExtension => (core: Core, { directory, sender }) => {
+export const webhookDispatchFrom = (source: EventSource, shared?: SharedRetrySchedule, records?: DeliveryRecords): WebhookExtension => (core: Core, { directory, sender }) => {
   const { webhooks } = core.config;
   const dispatcher = createDispatcher({
     log: core.log,
@@ -27,6 +27,7 @@ export const webhookDispatchFrom = (source: EventSource, shared?: SharedRetrySch
     maxInFlight: webhooks.maxInFlight,
     maxInFlightPerSubscription: webhooks.maxInFlightPerSubscription,
     maxInFlightPerWorkspace: webhooks.maxInFlightPerWorkspace,
+    ...(records === undefined ? {} : { records }),
     async report(workspaceId, subscriptionId, report) {
       const result = await runSubscriptionCommand(core, workspaceId, subscriptionId, report);
       // A subscription deleted meanwhile has nothing left to count.
@@ -56,9 +57,9 @@ export const webhookDispatchFrom = (source: EventSource, shared?: SharedRetrySch
 
 /** The webhooks feature with its delivery engine fed by `source` (default: a tail of the log). */
 export const webhooksWithDelivery =
-  (source: EventSource = createLogTail, shared?: SharedRetrySchedule): FeatureFactory =>
+  (source: EventSource = createLogTail, shared?: SharedRetrySchedule, records?: DeliveryRecords): FeatureFactory =>
   (core) =>
-    createWebhooksFeature(core, [webhookDispatchFrom(source, shared)]);
+    createWebhooksFeature(core, [webhookDispatchFrom(source, shared, records)]);
 
 /**
  * The webhooks feature with delivery, the one line for FEATURES in src/service.ts: the roles whose

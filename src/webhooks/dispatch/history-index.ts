@@ -1,7 +1,8 @@
 // Keeps a delivery-history index (projections/deliveries-index.ts) up to date from the log with a
 // projection runner resumed from the index's checkpoint, and prunes it past the retention: the log
 // keeps every record, the index only what the deliveries route still shows (and whatever waits).
-import { createProjectionRunner, type ProjectionRunner } from '../../app/projection-runner.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createProjectionRunner, ProjectionReset, type ProjectionRunner } from '../../app/projection-runner.js';
 import type { MicrosClock } from '../../log/clock.js';
 import type { EventLog } from '../../log/event-log.js';
 import { DELIVERY_INDEX_TYPES, type DeliveryIndex, type PendingDeliveries } from '../../../projections/deliveries-index.js';
@@ -10,12 +11,14 @@ import { DELIVERY_INDEX_TYPES, type DeliveryIndex, type PendingDeliveries } from
 const PRUNE_BATCH = 1_000;
 /** Pruned at least this often, and twice per retention when that is shorter. */
 const PRUNE_EVERY_MS = 60_000;
+/** How often a restart waiting for a rebuilt index looks whether it is done (the runner tells no one). */
+const REBUILD_POLL_MS = 100;
 
 export interface HistoryIndexer {
   readonly runner: ProjectionRunner;
   /** Resolves once the index has caught up with the log's head (from its checkpoint). */
   start(): Promise<void>;
-  /** What a restarting dispatcher takes over: read once the index has applied everything the log has now. */
+  /** What a restarting dispatcher takes over: read once the index has applied everything the log has now (rebuilt first if it lost its data). */
   pending(): Promise<PendingDeliveries>;
   /** Prunes everything past the retention now; resolves with how many deliveries went. */
   prune(): Promise<number>;
@@ -63,8 +66,17 @@ export const createHistoryIndexer = (
       timer.unref();
     },
     async pending() {
-      await runner.waitFor(await log.headPosition());
-      return index.pending();
+      for (;;) {
+        await runner.waitFor(await log.headPosition());
+        try {
+          return await index.pending();
+        } catch (error) {
+          if (!(error instanceof ProjectionReset)) throw error;
+          // A shared index that lost its data (Redis restarted without persistence): rebuilt from the log first.
+          runner.resume(error.message);
+          while (runner.catchingUp()) await sleep(REBUILD_POLL_MS);
+        }
+      }
     },
     prune,
     async stop() {

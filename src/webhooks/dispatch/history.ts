@@ -4,16 +4,20 @@
 // dispatchers pick the request up from the log (src/bus/webhook-source.ts).
 import * as path from 'node:path';
 import { left, right } from 'fp-ts/lib/Either.js';
-import { DELIVERY_RECORDED, deliveryAggregate, packSteps, unpackSteps } from '../../domain/delivery/delivery.js';
+import { deliveryAggregate, packSteps } from '../../domain/delivery/delivery.js';
 import { deliveryStream, recordedEventId } from '../../domain/delivery/ids.js';
 import { domainError } from '../../domain/errors.js';
+import { unavailable } from '../../http/api-error.js';
 import type { Core } from '../../app/core.js';
 import type { MicrosClock } from '../../log/clock.js';
 import type { EventLog } from '../../log/event-log.js';
 import type { WebhookExtension } from '../feature.js';
 import type { DeliveryHistoryReader } from '../../../projections/deliveries-index.js';
+import { StoreUnavailable } from '../../../projections/tickets-store.js';
 import { createMemoryDeliveryIndex } from '../../../projections/deliveries-index-memory.js';
+import { openRedisDeliveryIndex } from '../../../projections/deliveries-index-redis.js';
 import { DELIVERY_HISTORY_FILE, openSqliteDeliveryHistory } from '../../../projections/deliveries-index-sqlite.js';
+import { deliveryNow } from './delivery-now.js';
 import { createHistoryIndexer } from './history-index.js';
 import { deliveryRoutes, type RetryDelivery } from './routes.js';
 
@@ -27,12 +31,10 @@ import { deliveryRoutes, type RetryDelivery } from './routes.js';
 export const recordRetryRequest =
   (history: DeliveryHistoryReader, log: EventLog, clock: MicrosClock): RetryDelivery =>
   async (subscription, deliveryId) => {
-    const indexed = await history.get(subscription.id, deliveryId);
-    if (indexed === undefined) return null;
+    const found = await deliveryNow(history, log, subscription.id, deliveryId);
+    if (found === undefined) return null;
+    const { delivery } = found;
     const stream = deliveryStream(subscription.id);
-    const since = (await log.readAll({ after: indexed.position, types: [DELIVERY_RECORDED] })).filter((event) => event.stream === stream);
-    const steps = since.flatMap(unpackSteps).filter((step) => step.data['delivery_id'] === deliveryId);
-    const delivery = steps.reduce(deliveryAggregate.evolve, indexed.delivery) ?? indexed.delivery;
     // As the dispatcher: a waiting delivery is refused as such before the subscription's state is looked at.
     if (delivery.status !== 'waiting' && !subscription.isActive) {
       return left(domainError('CONFLICT', 'Webhook is inactive: activate it first', { webhook_id: subscription.id }));
@@ -49,6 +51,8 @@ export interface HistorySource {
   readonly reader: DeliveryHistoryReader;
   start?(): Promise<void>;
   stop?(): Promise<void>;
+  /** Drops a deleted subscription's history from a shared index (its deletion marker may be gone before a writer reads it). */
+  forget?(subscriptionId: string): Promise<void>;
 }
 
 /** The embedded role: the index file the dispatcher thread keeps (src/webhooks/dispatch/thread-entry.ts). */
@@ -67,6 +71,27 @@ export const historyInMemory = (core: Core): HistorySource => {
   return { reader: index, start: indexer.start, stop: indexer.stop };
 };
 
+/** A reader whose failures to reach its store answer 503, as the contract has it, rather than 500. */
+const answering503 = (reader: DeliveryHistoryReader): DeliveryHistoryReader => {
+  const refuse = (error: unknown): never => {
+    throw error instanceof StoreUnavailable ? unavailable('The delivery history is unavailable for a moment: retry shortly') : error;
+  };
+  return {
+    page: (query) => reader.page(query).catch(refuse),
+    get: (subscriptionId, deliveryId) => reader.get(subscriptionId, deliveryId).catch(refuse),
+    close: () => reader.close(),
+  };
+};
+
+/**
+ * An API server of the distributed mode with REDIS_URL: the index the dispatchers keep in Redis
+ * (src/webhooks/dispatch/shared-history.ts), read a page at a time; 503 while Redis cannot be reached.
+ */
+export const historyInRedis = (core: Core): HistorySource => {
+  const index = openRedisDeliveryIndex({ url: core.config.redisUrl as string });
+  return { reader: answering503(index), stop: () => index.close(), forget: (subscriptionId) => index.forget(subscriptionId) };
+};
+
 /**
  * The delivery routes of the webhooks feature on a server without a dispatcher. A deleted
  * subscription's history goes here too: a dispatcher tailing the log from another connection may
@@ -78,6 +103,7 @@ export const deliveryHistoryFrom =
   (core, { directory }) => {
     directory.onDeleted((row) => {
       core.log.deleteStream(deliveryStream(row.id)).catch((error: unknown) => console.error(`webhook ${row.id}: deleting its delivery history:`, error));
+      history.forget?.(row.id).catch((error: unknown) => console.error(`webhook ${row.id}: dropping its delivery history from the index:`, error));
     });
     const history = source(core);
     return {

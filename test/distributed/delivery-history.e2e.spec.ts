@@ -134,8 +134,11 @@ describe('delivery history shared in Redis by the distributed roles (e2e)', func
     }
   };
 
-  /** Fails each delivery's first attempt, answers 200 to the next ones. */
-  const failFirstAttempts = (): Set<string> => {
+  /**
+   * A new subscription whose receiver fails each delivery's first attempt and answers 200 to the next
+   * ones, and `count` tickets for it: `run` gets their delivery ids once every first attempt failed.
+   */
+  const withFailedFirstAttempts = async (count: number, run: (sub: string, ids: readonly string[]) => Promise<void>): Promise<void> => {
     const failedOnce = new Set<string>();
     receiver.respond((request: ReceivedRequest) => {
       const id = header(request, 'X-Webhook-Id');
@@ -143,7 +146,14 @@ describe('delivery history shared in Redis by the distributed roles (e2e)', func
       failedOnce.add(id);
       return { kind: 'status', status: 500 };
     });
-    return failedOnce;
+    try {
+      const sub = await subscribe();
+      const ids = (await tickets(count)).map((eventId) => deliveryIdOf(eventId, sub));
+      await eventually('every first attempt', () => ids.every((id) => failedOnce.has(id)), 30_000);
+      await run(sub, ids);
+    } finally {
+      receiver.respond({ kind: 'status', status: 200 });
+    }
   };
 
   it('serves the history pages from the index in Redis, each delivery once, newest first', async () => {
@@ -162,12 +172,15 @@ describe('delivery history shared in Redis by the distributed roles (e2e)', func
   });
 
   it('restarts a dispatcher from the waiting deliveries of the index, reading none of the settled history, and their retries go out', async () => {
-    const failedOnce = failFirstAttempts();
-    try {
-      const sub = await subscribe();
-      const ids = (await tickets(3)).map((eventId) => deliveryIdOf(eventId, sub));
-      await eventually('every first attempt', () => ids.every((id) => failedOnce.has(id)), 30_000);
-      await eventually('their retries waiting in the index', async () => (await history(sub)).every((d) => d.status === 'waiting' && ids.includes(d.id)) && (await history(sub)).length === 3, 10_000);
+    await withFailedFirstAttempts(3, async (sub, ids) => {
+      await eventually(
+        'their retries waiting in the index',
+        async () => {
+          const listed = await history(sub);
+          return listed.length === ids.length && listed.every((d) => d.status === 'waiting');
+        },
+        10_000,
+      );
       for (const dispatcher of dispatchers) dispatcher.kill('SIGKILL');
       await Promise.all(dispatchers.map((d) => d.exited));
       const restarted = await startDispatcher();
@@ -175,24 +188,18 @@ describe('delivery history shared in Redis by the distributed roles (e2e)', func
       const line = /delivery history: (\d+) deliveries taken over from the index, (\d+) delivery records read since start/.exec(group.outputs(1000).split('\n--- ').find((section) => section.startsWith(restarted.name)) ?? '');
       expect(line, 'the restored line of the new dispatcher').to.not.equal(null);
       const [taken, read] = [Number(line?.[1]), Number(line?.[2])];
-      expect(taken, 'the waiting deliveries').to.be.at.least(3);
+      expect(taken, 'the waiting deliveries').to.equal(ids.length);
       // The settled history holds at least two records per delivery (scheduled, delivered): none is read again.
       expect(read, 'delivery records read at start').to.be.below(HISTORY);
       await eventually('every retry delivered', () => allDelivered(sub, ids), 60_000);
       const attempts = (id: string) => receiver.requests.filter((r) => header(r, 'X-Webhook-Id') === id).length;
       expect(ids.map(attempts)).to.deep.equal([2, 2, 2]);
-    } finally {
-      receiver.respond({ kind: 'status', status: 200 });
-    }
+    });
     dispatchers.push(await startDispatcher());
   });
 
   it('rebuilds the index from the log and re-seeds the schedule from it after Redis restarted without persistence', async () => {
-    const failedOnce = failFirstAttempts();
-    try {
-      const sub = await subscribe();
-      const ids = (await tickets(4)).map((eventId) => deliveryIdOf(eventId, sub));
-      await eventually('every first attempt', () => ids.every((id) => failedOnce.has(id)), 30_000);
+    await withFailedFirstAttempts(4, async (sub, ids) => {
       // Every outcome recorded and its retry in the schedule: nothing claimed, one entry per delivery.
       await eventually('every retry scheduled', () => withRedis(async (probe) => (await probe.zcard('{retry}:claimed')) === 0 && (await probe.hlen('{retry}:entries')) === ids.length), 10_000);
       await redis.stop();
@@ -201,9 +208,7 @@ describe('delivery history shared in Redis by the distributed roles (e2e)', func
       // The settled history too, whole again.
       await eventually('the earlier history listed again', async () => (await history(historySub).catch(() => [])).length === HISTORY, 30_000);
       expect((await history(historySub)).every((d) => d.status === 'delivered')).to.equal(true);
-    } finally {
-      receiver.respond({ kind: 'status', status: 200 });
-    }
+    });
   });
 
   it('answers 503 for the history and a manual retry while Redis does not answer, and pages again once it does', async () => {

@@ -120,6 +120,8 @@ describe('retry schedule shared by dispatchers in Redis (e2e)', function () {
     await eventually(
       'every delivery delivered',
       async () => {
+        // The history is read from Redis too: 503 until the API server has reconnected.
+        if ((await ws.api('GET', `/api/v1/webhooks/${sub.id}/deliveries?page_size=1`)).status === 503) return false;
         const status = await statuses(sub.id);
         return ids.every((id) => status.get(id) === 'delivered');
       },

@@ -5,6 +5,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { createProjectionRunner, ProjectionReset, type ProjectionRunner } from '../../app/projection-runner.js';
 import type { MicrosClock } from '../../log/clock.js';
 import type { EventLog } from '../../log/event-log.js';
+import { deliveryNow } from './delivery-now.js';
+import type { DeliveryRecords } from './dispatcher.js';
 import { DELIVERY_INDEX_TYPES, type DeliveryIndex, type PendingDeliveries } from '../../../projections/deliveries-index.js';
 
 /** Deliveries pruned per transaction, so a prune never holds the index for long. */
@@ -24,6 +26,12 @@ export interface HistoryIndexer {
   prune(): Promise<number>;
   stop(): Promise<void>;
 }
+
+/** A dispatcher's reads of deliveries it does not hold, from the index (and the records after its position), never the whole log. */
+export const recordsFromIndex = (log: EventLog, index: DeliveryIndex, indexer: HistoryIndexer): DeliveryRecords => ({
+  waiting: async () => (await indexer.pending()).deliveries.filter(({ delivery }) => delivery.status === 'waiting'),
+  current: (subscriptionId, deliveryId) => deliveryNow(index, log, subscriptionId, deliveryId),
+});
 
 export const createHistoryIndexer = (
   log: EventLog,

@@ -7,9 +7,8 @@
 import type { Core, Feature } from '../../app/core.js';
 import type { DeliveryIndex } from '../../../projections/deliveries-index.js';
 import { openRedisDeliveryIndex } from '../../../projections/deliveries-index-redis.js';
-import { deliveryNow } from './delivery-now.js';
 import type { DeliveryRecords } from './dispatcher.js';
-import { createHistoryIndexer } from './history-index.js';
+import { createHistoryIndexer, recordsFromIndex } from './history-index.js';
 import type { DeliveryHistory } from './restore.js';
 
 export interface SharedHistory {
@@ -48,8 +47,7 @@ export const sharedHistory = (core: Core, url: string): SharedHistory => {
       },
     },
     records: {
-      waiting: async () => (await indexer.pending()).deliveries.filter(({ delivery }) => delivery.status === 'waiting'),
-      current: (subscriptionId, deliveryId) => deliveryNow(index, core.log, subscriptionId, deliveryId),
+      ...recordsFromIndex(core.log, index, indexer),
       recorded: async (subscriptionId, deliveryId) => (await index.get(subscriptionId, deliveryId)) !== undefined,
     },
     async restore() {

@@ -14,7 +14,7 @@ import type { Config } from '../../config/config.js';
 import { systemMicros } from '../../log/clock.js';
 import type { Dispatcher } from './dispatcher.js';
 import { webhooksWithDelivery, type EventSource } from './feature.js';
-import { createHistoryIndexer } from './history-index.js';
+import { createHistoryIndexer, recordsFromIndex } from './history-index.js';
 import { createLogTail } from './log-tail.js';
 import { withRetryRequests } from './retry-requests.js';
 import type { FromWorker, ToWorker } from './thread.js';
@@ -41,7 +41,8 @@ const source: EventSource = (options) => {
   };
   return withRetryRequests(createLogTail)({ ...options, restore });
 };
-const engine = webhooksWithDelivery(source)(core);
+// A delivery it does not hold (a manual retry of one settled long ago) is read from the index too.
+const engine = webhooksWithDelivery(source, undefined, recordsFromIndex(log, index, indexer))(core);
 const send = (message: FromWorker): void => port.postMessage(message);
 const pong = (id: number): void => send({ kind: 'pong', id, heapUsedBytes: getHeapStatistics().used_heap_size });
 

@@ -24,7 +24,7 @@ import { ProjectionReset } from '../src/app/projection-runner.js';
 import { unpackSteps, type Delivery } from '../src/domain/delivery/delivery.js';
 import { createRedisClient, redisReady } from '../src/shared/redis.js';
 import { DELIVERY_INDEX_VERSION, indexChange, type DeliveryIndex, type HistoryQuery, type IndexCheckpoint, type IndexedDelivery } from './deliveries-index.js';
-import { APPLY_BATCH, batchedApplies, bindEpochLua, READ_MODEL_COMMAND_TIMEOUT_MS, readOf, unlinkTagged, type Scripted } from './redis-read-models.js';
+import { batchedApplies, bindEpochLua, READ_MODEL_COMMAND_TIMEOUT_MS, readOf, unlinkTagged, type Scripted } from './redis-read-models.js';
 import type { ProjectedEvent } from './tickets-store.js';
 
 // KEYS: docs, ws, meta, waiting, ahead, settled, epoch. ARGV[1]: the prefix of per-subscription keys.
@@ -156,6 +156,8 @@ for _, id in ipairs(redis.call('ZRANGE', prefix .. 's:' .. ARGV[2], 0, tonumber(
 return dropped`,
 } as const;
 
+/** Events per apply script: fewer than the tickets' documents, as one record may pack a hundred deliveries (a rebuild reads those). */
+const BATCH = 64;
 /** Deliveries dropped per script by forget (a subscription's history may be large). */
 const FORGET_BATCH = 1_000;
 
@@ -251,7 +253,7 @@ export const createRedisDeliveryIndex = (options: RedisDeliveryIndexOptions): De
     }
   };
 
-  const enqueue = batchedApplies(APPLY_BATCH, applyBatch);
+  const enqueue = batchedApplies(BATCH, applyBatch);
 
   return {
     async page(query) {

@@ -9,7 +9,8 @@
 // combinations, the page after a cursor) of the big subscription and of one with a few deliveries,
 // and of an unrelated request (GET /api/v1/webhooks) sent meanwhile. The ceiling, measured in the
 // same run: the bare SQLite indexed select behind a page, on the index file, from this process.
-// `npm run bench -- deliveries-history [--long]`.
+// `npm run bench -- deliveries-history [--long]`; with BENCH_ROLE=api, the distributed mode instead
+// (API server and dispatcher sharing the index in Redis: deliveries-history-distributed.ts).
 import { createServer } from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
@@ -18,7 +19,7 @@ import * as path from 'node:path';
 import Database from 'better-sqlite3';
 import { DELIVERY_HISTORY_FILE } from '../../projections/deliveries-index-sqlite.js';
 import { isoMicros } from '../../src/domain/envelope.js';
-import { createProcessGroup } from '../../test/support/processes.js';
+import { createProcessGroup, type ProcessGroup } from '../../test/support/processes.js';
 import { send } from '../torture/http.js';
 import { DELIVERY_EVENT_TYPES as TYPES, HISTORY_SPAN_US as SPAN_US, recordHistory } from './delivery-records.js';
 import { quantiles } from './quantiles.js';
@@ -30,7 +31,7 @@ const SMALL = 10;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-const must = async (url: string, method: string, p: string, token: string, body?: unknown) => {
+export const must = async (url: string, method: string, p: string, token: string, body?: unknown) => {
   const sent = await send(url, { method, path: p, token, ...(body === undefined ? {} : { body }) });
   if (sent.kind !== 'answer' || sent.answer.status >= 300) throw new Error(`${method} ${p}: ${JSON.stringify(sent)}`);
   return sent.answer.body as Record<string, unknown>;
@@ -67,122 +68,145 @@ const bareSelects = (dataDir: string, subscriptionId: string, oldest: number, ne
   return times;
 };
 
-export const run = async ({ long }: { long: boolean }) => {
-  const deliveries = Number(process.env['BENCH_DELIVERIES'] ?? 1_000_000);
-  const seconds = Number(process.env['BENCH_SECONDS'] ?? (long ? 120 : 30));
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'bench-deliveries-history-'));
+export interface PageFigures {
+  readonly pages: ReturnType<typeof quantiles>;
+  readonly few: ReturnType<typeof quantiles>;
+  readonly unrelated: ReturnType<typeof quantiles>;
+  readonly writes: number;
+}
+
+/**
+ * For `seconds`, while tickets are written at WRITES_PER_S: READERS readers page the big
+ * subscription (random queries, then the page after their cursor) and the small one, and an
+ * unrelated request is timed meanwhile. `ceiling` runs at the end, while the load still runs.
+ */
+export const measurePages = async <C>(
+  target: { readonly url: string; readonly key: string; readonly big: string; readonly small: string; readonly seconds: number },
+  ceiling: (oldest: number, newest: number) => Promise<C>,
+): Promise<PageFigures & { readonly ceiling: C }> => {
+  const { url, key, big, small } = target;
+  const newest = Date.now() * 1000;
+  const oldest = newest - SPAN_US;
+  const timed = async (p: string): Promise<{ ms: number; body: Record<string, unknown> }> => {
+    const start = performance.now();
+    const sent = await send(url, { method: 'GET', path: p, token: key });
+    const ms = performance.now() - start;
+    if (sent.kind !== 'answer' || sent.answer.status !== 200) throw new Error(`GET ${p}: ${JSON.stringify(sent)}`);
+    return { ms, body: sent.answer.body as Record<string, unknown> };
+  };
+  const first = await timed(`/api/v1/webhooks/${big}/deliveries?page_size=100`);
+  if ((first.body['items'] as unknown[]).length !== 100) throw new Error('the big history is not listed');
+
+  let running = true;
+  const bigPages: number[] = [];
+  const smallPages: number[] = [];
+  const other: number[] = [];
+  let writes = 0;
+  const writer = (async () => {
+    for (let n = 0; running; n++) {
+      const next = performance.now() + 1000 / WRITES_PER_S;
+      await must(url, 'POST', '/api/v1/tickets', key, { subject: `t${n}`, contact: { email: `c${n % 100}@example.com` }, message: 'hello' });
+      writes++;
+      await sleep(Math.max(0, next - performance.now()));
+    }
+  })();
+  const readers = Array.from({ length: READERS }, async () => {
+    while (running) {
+      const page = await timed(`/api/v1/webhooks/${big}/deliveries${randomQuery(oldest, newest)}`);
+      bigPages.push(page.ms);
+      const cursor = page.body['next_cursor'];
+      if (typeof cursor === 'string') bigPages.push((await timed(`/api/v1/webhooks/${big}/deliveries?cursor=${cursor}`)).ms);
+      smallPages.push((await timed(`/api/v1/webhooks/${small}/deliveries`)).ms);
+    }
+  });
+  const unrelated = (async () => {
+    while (running) {
+      other.push((await timed('/api/v1/webhooks')).ms);
+      await sleep(20);
+    }
+  })();
+  await sleep(target.seconds * 1000);
+  const measured = await ceiling(oldest, newest);
+  running = false;
+  await Promise.all([writer, unrelated, ...readers]);
+  return { pages: quantiles(bigPages), few: quantiles(smallPages), unrelated: quantiles(other), writes, ceiling: measured };
+};
+
+export const report = (deliveries: number, figures: PageFigures, ceiling: ReturnType<typeof quantiles>, ceilingWhat: string): void => {
+  console.error(`pages of ${deliveries} deliveries: p50 ${figures.pages.p50} ms, p99 ${figures.pages.p99} ms (${figures.pages.n} pages)`);
+  console.error(`pages of ~${SMALL} deliveries:      p50 ${figures.few.p50} ms, p99 ${figures.few.p99} ms (${figures.few.n} pages)`);
+  console.error(`unrelated GET /api/v1/webhooks meanwhile: p50 ${figures.unrelated.p50} ms, p99 ${figures.unrelated.p99} ms`);
+  console.error(`ceiling, ${ceilingWhat}: p50 ${ceiling.p50} ms, p99 ${ceiling.p99} ms`);
+  console.error(`${figures.writes} tickets written meanwhile (${WRITES_PER_S}/s); load average after: ${loadavg()[0]?.toFixed(2)}`);
+};
+
+/** The figures of measurePages in the benchmark's JSON line. */
+export const pageFields = (figures: PageFigures) => ({
+  page_p50_ms: figures.pages.p50,
+  page_p99_ms: figures.pages.p99,
+  pages: figures.pages.n,
+  small_history_page_p99_ms: figures.few.p99,
+  unrelated_request_p99_ms: figures.unrelated.p99,
+  tickets_written_meanwhile: figures.writes,
+});
+
+/** A log holding `deliveries` settled deliveries of subscription `big` and SMALL of `small`, made with the service `prepare` started. */
+export const prepareHistory = async (
+  prepare: () => Promise<{ readonly url: string; kill(signal?: NodeJS.Signals): void; readonly exited: Promise<void> }>,
+  dataDir: string,
+  receiverUrl: string,
+  deliveries: number,
+): Promise<{ key: string; big: string; small: string }> => {
+  const service = await prepare();
+  const workspace = await must(service.url, 'POST', '/admin/v1/workspaces', ADMIN, { name: 'bench', plan: 'bench' });
+  const key = String(workspace['api_key']);
+  const workspaceId = String(workspace['workspace_id']);
+  const big = String((await must(service.url, 'POST', '/api/v1/webhooks', key, { url: `${receiverUrl}/big` }))['id']);
+  const small = String((await must(service.url, 'POST', '/api/v1/webhooks', key, { url: `${receiverUrl}/small` }))['id']);
+  service.kill('SIGTERM');
+  await service.exited;
+  console.error(`recording ${deliveries} deliveries into the log`);
+  const file = path.join(dataDir, 'events.sqlite');
+  await recordHistory(file, workspaceId, big, deliveries);
+  await recordHistory(file, workspaceId, small, SMALL);
+  return { key, big, small };
+};
+
+/** A receiver that answers every delivery 200. */
+const startBenchReceiver = async (): Promise<{ readonly url: string; close(): void }> => {
   const receiver = createServer((req, res) => {
     req.resume();
     req.on('end', () => res.end('ok'));
   });
   await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-  const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+  return { url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`, close: () => receiver.close() };
+};
+
+export interface BenchCluster {
+  readonly dataDir: string;
+  readonly receiver: { readonly url: string };
+  readonly group: ProcessGroup;
+}
+
+/**
+ * Runs `bench` with a fresh data folder, a receiver and a process group whose services share `env`;
+ * on a failure shows what the services wrote; always stops them and removes the folder.
+ */
+export const inBenchCluster = async <R>(env: Record<string, string>, bench: (cluster: BenchCluster) => Promise<R>): Promise<R> => {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'bench-deliveries-history-'));
+  const receiver = await startBenchReceiver();
   const group = createProcessGroup({
-    ROLE: 'all',
     DATA_DIR: dataDir,
     ADMIN_TOKEN: ADMIN,
     WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8',
     RATE_LIMIT_PER_KEY: '1000000000',
     RATE_LIMIT_PER_IP: '1000000000',
     PLANS: 'bench:100000000:true',
+    ...env,
   });
   console.error(`load average before: ${loadavg()[0]?.toFixed(2)}`);
   try {
-    let service = await group.start('prepare', {});
-    const workspace = await must(service.url, 'POST', '/admin/v1/workspaces', ADMIN, { name: 'bench', plan: 'bench' });
-    const key = String(workspace['api_key']);
-    const workspaceId = String(workspace['workspace_id']);
-    const big = String((await must(service.url, 'POST', '/api/v1/webhooks', key, { url: `${receiverUrl}/big` }))['id']);
-    const small = String((await must(service.url, 'POST', '/api/v1/webhooks', key, { url: `${receiverUrl}/small` }))['id']);
-    service.kill('SIGTERM');
-    await service.exited;
-
-    console.error(`recording ${deliveries} deliveries into the log`);
-    const file = path.join(dataDir, 'events.sqlite');
-    await recordHistory(file, workspaceId, big, deliveries);
-    await recordHistory(file, workspaceId, small, SMALL);
-
-    let began = performance.now();
-    service = await group.start('first start (builds the index)', {});
-    const buildMs = Math.round(performance.now() - began);
-    console.error(`first start, the index built from the log: ${buildMs} ms`);
-    service.kill('SIGTERM');
-    await service.exited;
-    began = performance.now();
-    service = await group.start('second start (resumes the index)', {});
-    const resumeMs = Math.round(performance.now() - began);
-    console.error(`second start, the index resumed from its checkpoint: ${resumeMs} ms`);
-
-    const newest = Date.now() * 1000;
-    const oldest = newest - SPAN_US;
-    const url = service.url;
-    const timed = async (p: string): Promise<{ ms: number; body: Record<string, unknown> }> => {
-      const start = performance.now();
-      const sent = await send(url, { method: 'GET', path: p, token: key });
-      const ms = performance.now() - start;
-      if (sent.kind !== 'answer' || sent.answer.status !== 200) throw new Error(`GET ${p}: ${JSON.stringify(sent)}`);
-      return { ms, body: sent.answer.body as Record<string, unknown> };
-    };
-    const first = await timed(`/api/v1/webhooks/${big}/deliveries?page_size=100`);
-    if ((first.body['items'] as unknown[]).length !== 100) throw new Error('the big history is not listed');
-
-    let running = true;
-    const bigPages: number[] = [];
-    const smallPages: number[] = [];
-    const other: number[] = [];
-    let writes = 0;
-    const writer = (async () => {
-      for (let n = 0; running; n++) {
-        const next = performance.now() + 1000 / WRITES_PER_S;
-        await must(url, 'POST', '/api/v1/tickets', key, { subject: `t${n}`, contact: { email: `c${n % 100}@example.com` }, message: 'hello' });
-        writes++;
-        await sleep(Math.max(0, next - performance.now()));
-      }
-    })();
-    const readers = Array.from({ length: READERS }, async () => {
-      while (running) {
-        const page = await timed(`/api/v1/webhooks/${big}/deliveries${randomQuery(oldest, newest)}`);
-        bigPages.push(page.ms);
-        const cursor = page.body['next_cursor'];
-        if (typeof cursor === 'string') bigPages.push((await timed(`/api/v1/webhooks/${big}/deliveries?cursor=${cursor}`)).ms);
-        smallPages.push((await timed(`/api/v1/webhooks/${small}/deliveries`)).ms);
-      }
-    });
-    const unrelated = (async () => {
-      while (running) {
-        other.push((await timed('/api/v1/webhooks')).ms);
-        await sleep(20);
-      }
-    })();
-    await sleep(seconds * 1000);
-    const ceiling = quantiles(bareSelects(dataDir, big, oldest, newest, 5_000));
-    running = false;
-    await Promise.all([writer, unrelated, ...readers]);
-
-    const pages = quantiles(bigPages);
-    const few = quantiles(smallPages);
-    const unrelatedQ = quantiles(other);
-    console.error(`pages of ${deliveries} deliveries: p50 ${pages.p50} ms, p99 ${pages.p99} ms (${pages.n} pages)`);
-    console.error(`pages of ~${SMALL} deliveries:      p50 ${few.p50} ms, p99 ${few.p99} ms (${few.n} pages)`);
-    console.error(`unrelated GET /api/v1/webhooks meanwhile: p50 ${unrelatedQ.p50} ms, p99 ${unrelatedQ.p99} ms`);
-    console.error(`ceiling, the bare indexed select on the index file: p50 ${ceiling.p50} ms, p99 ${ceiling.p99} ms`);
-    console.error(`${writes} tickets written meanwhile (${WRITES_PER_S}/s); load average after: ${loadavg()[0]?.toFixed(2)}`);
-    return {
-      bench: 'deliveries-history',
-      deliveries,
-      filled: 'log (packed delivery records), indexed by the service',
-      seconds,
-      startup_build_index_ms: buildMs,
-      startup_resume_index_ms: resumeMs,
-      page_p50_ms: pages.p50,
-      page_p99_ms: pages.p99,
-      pages: pages.n,
-      small_history_page_p99_ms: few.p99,
-      unrelated_request_p99_ms: unrelatedQ.p99,
-      ceiling_select_p50_ms: ceiling.p50,
-      ceiling_select_p99_ms: ceiling.p99,
-      tickets_written_meanwhile: writes,
-    };
+    return await bench({ dataDir, receiver, group });
   } catch (error) {
     console.error(group.outputs());
     throw error;
@@ -191,4 +215,40 @@ export const run = async ({ long }: { long: boolean }) => {
     receiver.close();
     rmSync(dataDir, { recursive: true, force: true });
   }
+};
+
+/** Milliseconds from spawning a role until it answers /readyz. */
+export const timedStart = async <P>(start: () => Promise<P>): Promise<{ service: P; ms: number }> => {
+  const began = performance.now();
+  const service = await start();
+  return { service, ms: Math.round(performance.now() - began) };
+};
+
+export const run = async ({ long }: { long: boolean }) => {
+  if (process.env['BENCH_ROLE'] === 'api') return (await import('./deliveries-history-distributed.js')).runDistributed({ long });
+  const deliveries = Number(process.env['BENCH_DELIVERIES'] ?? 1_000_000);
+  const seconds = Number(process.env['BENCH_SECONDS'] ?? (long ? 120 : 30));
+  return inBenchCluster({ ROLE: 'all' }, async ({ dataDir, receiver, group }) => {
+    const { key, big, small } = await prepareHistory(() => group.start('prepare', {}), dataDir, receiver.url, deliveries);
+    const build = await timedStart(() => group.start('first start (builds the index)', {}));
+    console.error(`first start, the index built from the log: ${build.ms} ms`);
+    build.service.kill('SIGTERM');
+    await build.service.exited;
+    const resume = await timedStart(() => group.start('second start (resumes the index)', {}));
+    console.error(`second start, the index resumed from its checkpoint: ${resume.ms} ms`);
+
+    const figures = await measurePages({ url: resume.service.url, key, big, small, seconds }, async (oldest, newest) => quantiles(bareSelects(dataDir, big, oldest, newest, 5_000)));
+    report(deliveries, figures, figures.ceiling, 'the bare indexed select on the index file');
+    return {
+      bench: 'deliveries-history',
+      deliveries,
+      filled: 'log (packed delivery records), indexed by the service',
+      seconds,
+      startup_build_index_ms: build.ms,
+      startup_resume_index_ms: resume.ms,
+      ...pageFields(figures),
+      ceiling_select_p50_ms: figures.ceiling.p50,
+      ceiling_select_p99_ms: figures.ceiling.p99,
+    };
+  });
 };

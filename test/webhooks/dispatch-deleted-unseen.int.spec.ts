@@ -15,7 +15,7 @@ import { openSqliteLog, type SqliteEventLog } from '../../src/log/sqlite.js';
 import { createDispatcher, type Dispatcher } from '../../src/webhooks/dispatch/dispatcher.js';
 import { createMemoryRetrySchedule } from '../../src/webhooks/dispatch/retry-schedule/memory.js';
 import type { DeliveryRequest } from '../../src/webhooks/sender.js';
-import type { SubscriptionDirectory, SubscriptionRow } from '../../src/webhooks/subscriptions.js';
+import { oneSubscription, recordingDeps, type DispatcherDeps } from '../support/dispatcher-fixture.js';
 
 const WORKSPACE = 'w'.repeat(32);
 const SUBSCRIPTION = 's'.repeat(32);
@@ -26,7 +26,7 @@ describe('dispatcher: a subscription deleted behind its directory (int, SQLite)'
   let dir: string;
   let log: SqliteEventLog;
   let dispatcher: Dispatcher;
-  let dispatcherDeps: Parameters<typeof createDispatcher>[0];
+  let dispatcherDeps: DispatcherDeps;
   const sent: DeliveryRequest[] = [];
   let n = 0;
   /** Set once the directory has applied the deletion (the second case). */
@@ -41,42 +41,11 @@ describe('dispatcher: a subscription deleted behind its directory (int, SQLite)'
   beforeEach(async () => {
     dir = mkdtempSync(path.join(tmpdir(), 'sp-dispatch-unseen-'));
     log = openSqliteLog({ file: path.join(dir, 'events.sqlite') });
-    const { records } = await log.append(subscriptionStream(SUBSCRIPTION), [{ id: 'c'.repeat(32), type: SUBSCRIPTION_EVENTS.created, workspaceId: WORKSPACE, data: {} }], 'no_stream');
-    const row: SubscriptionRow = {
-      id: SUBSCRIPTION,
-      workspaceId: WORKSPACE,
-      url: 'http://127.0.0.1:9/hook',
-      events: [],
-      isActive: true,
-      description: '',
-      createdAt: new Date().toISOString(),
-      createdPosition: (records[0] as RecordedEvent).position,
-      consecutiveFailures: 0,
-      secrets: { current: 'whsec_test', previous: null },
-      sealedSecret: '',
-    };
     // The directory that missed the marker: it keeps the subscription whatever the log says.
-    const directory: SubscriptionDirectory = {
-      get: (ws, id) => (ws === WORKSPACE && id === SUBSCRIPTION && !deletedInDirectory ? row : undefined),
-      workspaceOf: (id) => (id === SUBSCRIPTION ? WORKSPACE : undefined),
-      matching: (ws) => (ws === WORKSPACE ? [row] : []),
-      list: (ws) => (ws === WORKSPACE ? [row] : []),
-      waitFor: async () => undefined,
-    };
+    const directory = await oneSubscription(log, WORKSPACE, SUBSCRIPTION, () => !deletedInDirectory);
     sent.length = 0;
     deletedInDirectory = false;
-    dispatcherDeps = {
-      log,
-      subscriptions: directory,
-      sender: { send: async (request: DeliveryRequest) => (sent.push(request), { delivered: true, statusCode: 200, error: null, latencyMs: 1 }), close: async () => undefined } as never,
-      schedule: { own: createMemoryRetrySchedule() },
-      report: async () => undefined,
-      clock: () => Date.now() * 1000,
-      retryDelaysMs: [50, 50],
-      maxInFlight: 8,
-      maxInFlightPerSubscription: 4,
-      maxInFlightPerWorkspace: 8,
-    };
+    dispatcherDeps = recordingDeps(log, directory, sent);
     dispatcher = createDispatcher(dispatcherDeps);
     dispatcher.start();
   });

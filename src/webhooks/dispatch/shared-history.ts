@@ -5,10 +5,11 @@
 // does not hold from it plus the records after its position. The API servers only read it
 // (src/webhooks/dispatch/history.ts).
 import type { Core, Feature } from '../../app/core.js';
+import type { EventLog } from '../../log/event-log.js';
 import type { DeliveryIndex } from '../../../projections/deliveries-index.js';
 import { openRedisDeliveryIndex } from '../../../projections/deliveries-index-redis.js';
 import type { DeliveryRecords } from './dispatcher.js';
-import { createHistoryIndexer, recordsFromIndex } from './history-index.js';
+import { createHistoryIndexer, recordsFromIndex, type HistoryIndexer } from './history-index.js';
 import type { DeliveryHistory } from './restore.js';
 
 export interface SharedHistory {
@@ -18,6 +19,12 @@ export interface SharedHistory {
   /** What a start takes over: the waiting deliveries once the index has caught up with the log. */
   readonly restore: () => Promise<DeliveryHistory>;
 }
+
+/** The index's reads for a dispatcher fed by Kafka: an event handed over again finds its deliveries in the index. */
+export const recordsForKafka = (log: EventLog, index: DeliveryIndex, indexer: HistoryIndexer): DeliveryRecords => ({
+  ...recordsFromIndex(log, index, indexer),
+  recorded: async (subscriptionId, deliveryId) => (await index.get(subscriptionId, deliveryId)) !== undefined,
+});
 
 export const sharedHistory = (core: Core, url: string): SharedHistory => {
   const index = openRedisDeliveryIndex({ url });
@@ -46,10 +53,7 @@ export const sharedHistory = (core: Core, url: string): SharedHistory => {
         await index.close();
       },
     },
-    records: {
-      ...recordsFromIndex(core.log, index, indexer),
-      recorded: async (subscriptionId, deliveryId) => (await index.get(subscriptionId, deliveryId)) !== undefined,
-    },
+    records: recordsForKafka(core.log, index, indexer),
     async restore() {
       const pending = await indexer.pending();
       console.log(`delivery history: ${pending.deliveries.length} deliveries taken over from the index, ${applied} delivery records read since start to catch up with the log`);

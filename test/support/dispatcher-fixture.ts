@@ -1,0 +1,51 @@
+// What the dispatcher's integration specs over a real log share: one subscription created in the log
+// and a fixed directory that has it (the specs decide what the directory sees), and the dispatcher's
+// dependencies with a sender that records each request and answers 200 at once.
+import type { RecordedEvent } from '../../src/log/event-log.js';
+import type { SqliteEventLog } from '../../src/log/sqlite.js';
+import { SUBSCRIPTION_EVENTS, subscriptionStream } from '../../src/domain/subscription/subscription.js';
+import type { createDispatcher } from '../../src/webhooks/dispatch/dispatcher.js';
+import { createMemoryRetrySchedule } from '../../src/webhooks/dispatch/retry-schedule/memory.js';
+import type { DeliveryRequest } from '../../src/webhooks/sender.js';
+import type { SubscriptionDirectory, SubscriptionRow } from '../../src/webhooks/subscriptions.js';
+
+export type DispatcherDeps = Parameters<typeof createDispatcher>[0];
+
+/** Appends the subscription's creation; the directory has it while `visible()` says so. */
+export const oneSubscription = async (log: SqliteEventLog, workspaceId: string, subscriptionId: string, visible: () => boolean = () => true): Promise<SubscriptionDirectory> => {
+  const { records } = await log.append(subscriptionStream(subscriptionId), [{ id: 'c'.repeat(32), type: SUBSCRIPTION_EVENTS.created, workspaceId, data: {} }], 'no_stream');
+  const row: SubscriptionRow = {
+    id: subscriptionId,
+    workspaceId,
+    url: 'http://127.0.0.1:9/hook',
+    events: [],
+    isActive: true,
+    description: '',
+    createdAt: new Date().toISOString(),
+    createdPosition: (records[0] as RecordedEvent).position,
+    consecutiveFailures: 0,
+    secrets: { current: 'whsec_test', previous: null },
+    sealedSecret: '',
+  };
+  return {
+    get: (ws, id) => (ws === workspaceId && id === subscriptionId && visible() ? row : undefined),
+    workspaceOf: (id) => (id === subscriptionId ? workspaceId : undefined),
+    matching: (ws) => (ws === workspaceId ? [row] : []),
+    list: (ws) => (ws === workspaceId ? [row] : []),
+    waitFor: async () => undefined,
+  };
+};
+
+/** A dispatcher's dependencies on `log` with an own memory schedule; what it sends is pushed to `sent`. */
+export const recordingDeps = (log: SqliteEventLog, subscriptions: SubscriptionDirectory, sent: DeliveryRequest[]): DispatcherDeps => ({
+  log,
+  subscriptions,
+  sender: { send: async (request: DeliveryRequest) => (sent.push(request), { delivered: true, statusCode: 200, error: null, latencyMs: 1 }), close: async () => undefined } as never,
+  schedule: { own: createMemoryRetrySchedule() },
+  report: async () => undefined,
+  clock: () => Date.now() * 1000,
+  retryDelaysMs: [50, 50],
+  maxInFlight: 8,
+  maxInFlightPerSubscription: 4,
+  maxInFlightPerWorkspace: 8,
+});

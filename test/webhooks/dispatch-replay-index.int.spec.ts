@@ -1,0 +1,113 @@
+// A dispatcher fed by Kafka that restarts from the delivery history index in Redis remembers no
+// delivery of its own: an event Kafka hands over again (its offset was not committed before a crash,
+// or a rebalance moved its partition) must find its deliveries in the index, and neither schedule
+// nor send them a second time. Real SQLite log, real Redis (a private server, paused for the rough
+// path); the directory is a fixed one-subscription view.
+import { expect } from 'chai';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { unpackSteps } from '../../src/domain/delivery/delivery.js';
+import { deliveryStream } from '../../src/domain/delivery/ids.js';
+import type { RecordedEvent } from '../../src/log/event-log.js';
+import { openSqliteLog, type SqliteEventLog } from '../../src/log/sqlite.js';
+import { createDispatcher, type Dispatcher } from '../../src/webhooks/dispatch/dispatcher.js';
+import { createHistoryIndexer, type HistoryIndexer } from '../../src/webhooks/dispatch/history-index.js';
+import { recordsForKafka } from '../../src/webhooks/dispatch/shared-history.js';
+import type { DeliveryRequest } from '../../src/webhooks/sender.js';
+import type { SubscriptionDirectory } from '../../src/webhooks/subscriptions.js';
+import type { DeliveryIndex } from '../../projections/deliveries-index.js';
+import { openRedisDeliveryIndex } from '../../projections/deliveries-index-redis.js';
+import { oneSubscription, recordingDeps } from '../support/dispatcher-fixture.js';
+import { redisServerInstalled, startPrivateRedis, type PrivateRedis } from '../support/redis-server.js';
+import { eventually, settle } from '../support/webhooks-dispatch.js';
+
+const WORKSPACE = 'w'.repeat(32);
+const SUBSCRIPTION = 'r'.repeat(32);
+
+describe('dispatcher restarted from the Redis history index: an event handed over again (int)', function () {
+  this.timeout(30_000);
+  let redis: PrivateRedis;
+  let dir: string;
+  let log: SqliteEventLog;
+  let index: DeliveryIndex;
+  let indexer: HistoryIndexer;
+  let directory: SubscriptionDirectory;
+  const dispatchers: Dispatcher[] = [];
+  const sent: DeliveryRequest[] = [];
+
+  before(async function () {
+    if (!redisServerInstalled()) this.skip();
+    redis = await startPrivateRedis();
+  });
+  after(() => redis?.stop());
+
+  beforeEach(async () => {
+    dir = mkdtempSync(path.join(tmpdir(), 'sp-dispatch-replay-'));
+    log = openSqliteLog({ file: path.join(dir, 'events.sqlite') });
+    directory = await oneSubscription(log, WORKSPACE, SUBSCRIPTION);
+    index = openRedisDeliveryIndex({ url: redis.url, keyPrefix: `test:${Math.random().toString(16).slice(2)}:` });
+    indexer = createHistoryIndexer(log, index, { retentionMs: 86_400_000, clock: () => Date.now() * 1000 });
+    await indexer.start();
+    sent.length = 0;
+  });
+
+  afterEach(async () => {
+    redis.resume();
+    for (const dispatcher of dispatchers.splice(0)) await dispatcher.stop();
+    await indexer.stop();
+    await index.clear();
+    await index.close();
+    await log.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** A dispatcher as the Kafka source starts one: from what the index says is waiting. */
+  const startDispatcher = async (): Promise<Dispatcher> => {
+    const dispatcher = createDispatcher({ ...recordingDeps(log, directory, sent), records: recordsForKafka(log, index, indexer) });
+    dispatchers.push(dispatcher);
+    const pending = await indexer.pending();
+    await dispatcher.resume(pending.deliveries, pending.fannedOutThrough);
+    dispatcher.start();
+    return dispatcher;
+  };
+
+  const publicEvent = async (): Promise<RecordedEvent> => {
+    const { records } = await log.append('ticket-1', [{ id: 'e'.repeat(32), type: 'ticket.created', workspaceId: WORKSPACE, data: { ticket_id: 't1' } }], 'no_stream');
+    return records[0] as RecordedEvent;
+  };
+
+  const scheduledSteps = async (): Promise<number> => (await log.readStream(deliveryStream(SUBSCRIPTION))).flatMap(unpackSteps).filter((step) => step.type === 'delivery.scheduled').length;
+
+  /** The event fanned out and delivered by a first dispatcher, which then stops (a crash before its offset was committed). */
+  const deliveredOnceThenRestarted = async (): Promise<{ event: RecordedEvent; restarted: Dispatcher }> => {
+    const event = await publicEvent();
+    const first = await startDispatcher();
+    await first.fanOut(event, event.position);
+    await eventually('the delivery sent', () => sent.length === 1);
+    await eventually('the delivery recorded as delivered in the index', async () => (await index.page({ subscriptionId: SUBSCRIPTION, status: 'delivered', limit: 1 })).items.length === 1);
+    await first.stop();
+    return { event, restarted: await startDispatcher() };
+  };
+
+  it('neither schedules nor sends the delivery again', async () => {
+    const { event, restarted } = await deliveredOnceThenRestarted();
+    await restarted.fanOut(event, event.position);
+    await settle(300);
+    expect(sent).to.have.length(1);
+    expect(await scheduledSteps()).to.equal(1);
+  });
+
+  it('refuses the event while the index does not answer (Kafka hands it over again), and skips it once it does', async () => {
+    const { event, restarted } = await deliveredOnceThenRestarted();
+    redis.pause();
+    let failure: unknown = null;
+    await restarted.fanOut(event, event.position).catch((error: unknown) => (failure = error));
+    expect(failure, 'the fan-out fails rather than schedule blind').to.be.instanceOf(Error);
+    redis.resume();
+    await restarted.fanOut(event, event.position);
+    await settle(300);
+    expect(sent).to.have.length(1);
+    expect(await scheduledSteps()).to.equal(1);
+  });
+});

@@ -5,31 +5,29 @@
 import type { Delivery } from '../src/domain/delivery/delivery.js';
 import { indexChange, keyOf, listedBefore, type DeliveryIndex, type HistoryKey, type IndexCheckpoint, type IndexedDelivery } from './deliveries-index.js';
 
-/** The first index in `keys` (listing order) whose key is listed after `key`. */
-const firstAfter = (keys: readonly HistoryKey[], key: HistoryKey): number => {
+/** The first index of `keys` for which `holds` is false; it must hold for a prefix of them. */
+const partition = (keys: readonly HistoryKey[], holds: (key: HistoryKey) => boolean): number => {
   let low = 0;
   let high = keys.length;
   while (low < high) {
     const middle = (low + high) >>> 1;
-    if (listedBefore(key, keys[middle] as HistoryKey)) high = middle;
-    else low = middle + 1;
+    if (holds(keys[middle] as HistoryKey)) low = middle + 1;
+    else high = middle;
   }
   return low;
 };
 
+/** How many of `keys` (oldest first) are listed after `key`: older than it. */
+const olderThan = (keys: readonly HistoryKey[], key: HistoryKey): number => partition(keys, (k) => listedBefore(key, k));
+
 export const createMemoryDeliveryIndex = (): DeliveryIndex => {
   const byId = new Map<string, IndexedDelivery>();
-  /** Per subscription, its deliveries' keys in listing order (newest first). */
+  /**
+   * Per subscription, its deliveries' keys oldest first (the listing order reversed): deliveries are
+   * recorded in about that order, so one is appended at the end, not moved in at the front.
+   */
   const bySubscription = new Map<string, HistoryKey[]>();
   let checkpoint: IndexCheckpoint = { position: 0, fannedOutThrough: 0 };
-
-  const remove = (delivery: Delivery): void => {
-    byId.delete(delivery.id);
-    const keys = bySubscription.get(delivery.subscriptionId);
-    if (keys === undefined) return;
-    keys.splice(firstAfter(keys, keyOf(delivery)) - 1, 1);
-    if (keys.length === 0) bySubscription.delete(delivery.subscriptionId);
-  };
 
   const put = (entry: IndexedDelivery): void => {
     const { delivery } = entry;
@@ -37,7 +35,10 @@ export const createMemoryDeliveryIndex = (): DeliveryIndex => {
       const keys = bySubscription.get(delivery.subscriptionId) ?? [];
       bySubscription.set(delivery.subscriptionId, keys);
       const key = keyOf(delivery);
-      keys.splice(firstAfter(keys, key), 0, key);
+      // After every key not listed before it (not newer).
+      const at = partition(keys, (k) => !listedBefore(k, key));
+      if (at === keys.length) keys.push(key);
+      else keys.splice(at, 0, key);
     }
     byId.set(delivery.id, entry);
   };
@@ -47,12 +48,16 @@ export const createMemoryDeliveryIndex = (): DeliveryIndex => {
     bySubscription.delete(subscriptionId);
   };
 
+  /** Whether a restart or the log still needs the delivery in the index: waiting, or of an event the fan-out checkpoint has not passed. */
+  const kept = (delivery: Delivery): boolean => delivery.status === 'waiting' || delivery.eventPosition > checkpoint.fannedOutThrough;
+
   return {
     async page(query) {
       const keys = bySubscription.get(query.subscriptionId) ?? [];
       const items: Delivery[] = [];
-      let i = query.after === undefined ? 0 : firstAfter(keys, query.after);
-      for (; i < keys.length && items.length <= query.limit; i++) {
+      // Newest first: from the end, or from the last key older than the cursor.
+      let i = (query.after === undefined ? keys.length : olderThan(keys, query.after)) - 1;
+      for (; i >= 0 && items.length <= query.limit; i--) {
         const { delivery } = byId.get((keys[i] as HistoryKey).id) as IndexedDelivery;
         if (query.createdBefore !== undefined && delivery.createdAt >= query.createdBefore) continue;
         if (query.createdFrom !== undefined && delivery.createdAt < query.createdFrom) break;
@@ -82,15 +87,31 @@ export const createMemoryDeliveryIndex = (): DeliveryIndex => {
       checkpoint = { position: event.position, fannedOutThrough };
     },
     async pending() {
-      const deliveries = [...byId.values()].filter(({ delivery }) => delivery.status === 'waiting' || delivery.eventPosition > checkpoint.fannedOutThrough);
+      const deliveries = [...byId.values()].filter(({ delivery }) => kept(delivery));
       return { deliveries, fannedOutThrough: checkpoint.fannedOutThrough };
     },
     async prune(before, limit) {
-      const old = [...byId.values()]
-        .filter(({ delivery }) => delivery.createdAt < before && delivery.status !== 'waiting' && delivery.eventPosition <= checkpoint.fannedOutThrough)
-        .slice(0, limit);
-      old.forEach(({ delivery }) => remove(delivery));
-      return old.length;
+      let pruned = 0;
+      for (const [subscriptionId, keys] of bySubscription) {
+        if (pruned === limit) break;
+        // The old ones are at the front: walk them, keep those still needed, cut the rest in one go.
+        const stay: HistoryKey[] = [];
+        let walked = 0;
+        for (; walked < keys.length && pruned < limit; walked++) {
+          const key = keys[walked] as HistoryKey;
+          if (key.createdAt >= before) break;
+          if (kept((byId.get(key.id) as IndexedDelivery).delivery)) stay.push(key);
+          else {
+            byId.delete(key.id);
+            pruned++;
+          }
+        }
+        if (stay.length === walked) continue;
+        const left = stay.concat(keys.slice(walked));
+        if (left.length === 0) bySubscription.delete(subscriptionId);
+        else bySubscription.set(subscriptionId, left);
+      }
+      return pruned;
     },
     forget: async (subscriptionId) => forget(subscriptionId),
     async clear() {

@@ -113,6 +113,14 @@ export const deliveryIndexContract = (name: string, factory: () => Promise<Deliv
       expect(first.items[0]).to.deep.equal(log.states.get(expected[0] as string));
     });
 
+    it('lists deliveries recorded out of their creation order in listing order all the same', async () => {
+      const log = deliveryLog();
+      const times = [5, 1, 9, 5, 3, 9, 0, 7];
+      await apply(times.map((t, i) => log.record('s1', log.schedule('s1', `d${i}`, { at: T0 + t }))));
+      const expected = [...log.states.values()].sort((a, b) => b.createdAt - a.createdAt || (a.id < b.id ? 1 : -1)).map((d) => d.id);
+      expect((await allPages(fixture.index, { subscriptionId: 's1', limit: 3 })).ids).to.deep.equal(expected);
+    });
+
     it('answers an empty page, without a cursor, for a subscription it has nothing of', async () => {
       const log = deliveryLog();
       await apply([log.record('s1', log.schedule('s1', 'd1'))]);

@@ -16,7 +16,8 @@ import { engine as engines } from './engines.js';
 
 const CONNECTIONS = 64;
 const ADMIN = 'bench-admin';
-const REDIS_PORT = 6394;
+// BENCH_REDIS_PORT: another port when helpers share the machine and may run this bench at once.
+const REDIS_PORT = Number(process.env['BENCH_REDIS_PORT'] ?? 6394);
 const engine = engines({ redis: REDIS_PORT, kafka: 0 });
 
 interface Phase {
@@ -100,6 +101,7 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
   }
   const bare = await ceiling(duration);
   const loadAfter = loadavg()[0] ?? 0;
+  console.log(`POST /api/v1/tickets: ${(embedded.post.rps / bare.rps).toFixed(2)} of bare koa (${(distributed.post.rps / bare.rps).toFixed(2)} as ROLE=api)`);
   console.log(`load average after: ${loadAfter.toFixed(2)}`);
   return {
     bench: 'api',
@@ -112,6 +114,8 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
     api_role_get_rps: distributed.get.rps,
     api_role_get_p99_ms: distributed.get.p99,
     ceiling_rps: bare.rps,
+    post_ratio: Number((embedded.post.rps / bare.rps).toFixed(2)),
+    api_role_post_ratio: Number((distributed.post.rps / bare.rps).toFixed(2)),
     load_before: Number(loadBefore.toFixed(2)),
     load_after: Number(loadAfter.toFixed(2)),
   };

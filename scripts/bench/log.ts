@@ -1,8 +1,10 @@
 // Log benchmark: sustained concurrent appends through the SQLite EventLog, beside the ceiling (raw
 // better-sqlite3 batched inserts of the same rows into the same schema, same pragmas, same run), then
-// readAll throughput over what was appended. `npm run bench -- log`, or `tsx scripts/bench/log.ts [--long]`.
+// readAll throughput over what was appended, and the export of that log's public events (scripts/
+// export.ts) beside it: a read-all is the export's ceiling. `npm run bench -- log`, or
+// `tsx scripts/bench/log.ts [--long]`.
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { createWriteStream, mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -11,6 +13,7 @@ import { isPublicEventType } from '../../src/domain/event-types.js';
 import type { ExpectedRevision, NewEvent } from '../../src/log/event-log.js';
 import { APPLICATION_ID, SCHEMA, SCHEMA_VERSION, applyPragmas } from '../../src/log/sqlite-open.js';
 import { openSqliteLog } from '../../src/log/sqlite.js';
+import { logPages, writeNdjson } from '../export.js';
 
 /**
  * Concurrent writers (requests in flight). Commits are fsync-bound, so the append rate grows with the
@@ -161,6 +164,19 @@ const readPhase = async (log: ReturnType<typeof openSqliteLog>, seconds: number)
   return read / ((performance.now() - started) / 1000);
 };
 
+/** The whole log's public events as NDJSON to /dev/null, as `scripts/export.ts --out /dev/null` writes them. */
+const exportPhase = async (log: ReturnType<typeof openSqliteLog>, seconds: number): Promise<number> => {
+  const deadline = performance.now() + seconds * 1000;
+  const started = performance.now();
+  let exported = 0;
+  do {
+    const devNull = createWriteStream('/dev/null');
+    exported += await writeNdjson(logPages(log, { from: 0, to: Number.MAX_SAFE_INTEGER }), devNull);
+    await new Promise((resolve) => devNull.end(resolve));
+  } while (performance.now() < deadline);
+  return exported / ((performance.now() - started) / 1000);
+};
+
 const round = (n: number): number => Math.round(n);
 
 export async function run(opts: { long: boolean }): Promise<Record<string, number | string>> {
@@ -185,6 +201,8 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
     console.log(`  ratio     ${(appends.eventsPerS / ceiling).toFixed(2)} of the ceiling (${WRITER_COUNTS.at(-1)} writers)`);
     const read = await readPhase(appends.log, 6 * scale);
     console.log(`  readAll   ${round(read).toLocaleString('en')} events/s (pages of 1000)`);
+    const exported = await exportPhase(appends.log, 6 * scale);
+    console.log(`  export    ${round(exported).toLocaleString('en')} public events/s as NDJSON, ${(exported / read).toFixed(2)} of readAll`);
     await appends.log.close();
     return {
       ...figures,
@@ -192,6 +210,9 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
       events_per_s: round(appends.eventsPerS),
       ceiling_events_per_s: round(ceiling),
       read_events_per_s: round(read),
+      export_events_per_s: round(exported),
+      append_ratio: Number((appends.eventsPerS / ceiling).toFixed(2)),
+      export_ratio: Number((exported / read).toFixed(2)),
       load_average_1m: Number(loadavg()[0]?.toFixed(2)),
     };
   } finally {

@@ -6,6 +6,8 @@
 // until a bound passes and it fails with StreamContended (503 with Retry-After, never a 500).
 // Under an idempotency claim that is resumed (app/request-claim.ts), a command whose events its
 // stream already holds (same claim, same step) is answered with them instead of being decided again.
+// A command may bring its own appender (the ticket's creation appends with its quota count, in one
+// commit): it is then decided and appended alone, through it.
 // With a StateCache, the state folded last for a stream is kept with its revision and only the
 // events after it are read: exact for streams that are never deleted (the cache's users' streams).
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -13,7 +15,7 @@ import type { Either } from 'fp-ts/lib/Either.js';
 import type { Aggregate } from '../domain/aggregate.js';
 import type { DomainError } from '../domain/errors.js';
 import { CLAIM_METADATA, STEP_METADATA } from '../domain/idempotency/idempotency.js';
-import { WrongExpectedRevision, type EventLog, type NewEvent, type RecordedEvent } from '../log/event-log.js';
+import { WrongExpectedRevision, type AppendResult, type EventLog, type ExpectedRevision, type NewEvent, type RecordedEvent } from '../log/event-log.js';
 import type { IdSource } from '../shared/ids.js';
 import { createFifoCache, type FifoCache } from './fifo-cache.js';
 import { currentClaim, nextStep } from './request-claim.js';
@@ -46,8 +48,13 @@ type Outcome =
 /** Full jitter: a random pause up to an exponentially growing cap, so racing processes spread out. */
 const backoff = (attempt: number) => sleep(Math.random() * Math.min(250, 5 * 2 ** attempt));
 
+/** Appends a command's events in place of `log.append`, with its semantics (and maybe more in the same commit). */
+export type Appender = (stream: string, events: readonly NewEvent[], expected: ExpectedRevision) => Promise<AppendResult>;
+
 interface Pending {
   readonly aggregate: Aggregate<unknown, unknown>;
+  /** The command's own appender: it runs in a batch of its own. */
+  readonly appender: Appender | undefined;
   readonly workspaceId: string;
   /** The idempotency claim of the request that issued the command and its step (recorded on its events). */
   readonly claim: { readonly id: string; readonly step: number } | undefined;
@@ -119,7 +126,8 @@ export const createCommandHandler = (log: EventLog, newId: IdSource, cache?: Sta
     const events = outcomes.flatMap((o) => ('events' in o ? o.events : []));
     let records: readonly RecordedEvent[] = [];
     if (events.length > 0) {
-      const appended = await log.append(stream, events, revision);
+      const appender = batch.length === 1 ? batch[0]?.appender : undefined;
+      const appended = await (appender === undefined ? log.append(stream, events, revision) : appender(stream, events, revision));
       records = appended.records;
       remember(stream, { aggregate, state: folded, revision: appended.nextRevision });
     }
@@ -158,7 +166,8 @@ export const createCommandHandler = (log: EventLog, newId: IdSource, cache?: Sta
     while (queue.length > 0) {
       const first = queue[0] as Pending;
       let size = 1;
-      while (size < Math.min(queue.length, MAX_BATCH) && queue[size]?.aggregate === first.aggregate) size += 1;
+      const joins = (next: Pending | undefined) => next?.aggregate === first.aggregate && next.appender === undefined && first.appender === undefined;
+      while (size < Math.min(queue.length, MAX_BATCH) && joins(queue[size])) size += 1;
       await run(stream, queue.splice(0, size));
     }
     queues.delete(stream);
@@ -185,12 +194,18 @@ export const createCommandHandler = (log: EventLog, newId: IdSource, cache?: Sta
     return { state: events.slice(0, last + 1).reduce(aggregate.evolve, aggregate.initial), records: events.filter(mine) };
   };
 
-  return function handle<S, C>(aggregate: Aggregate<S, C>, stream: string, workspaceId: string, command: C): Promise<Either<DomainError, CommandResult<S>>> {
+  return function handle<S, C>(
+    aggregate: Aggregate<S, C>,
+    stream: string,
+    workspaceId: string,
+    command: C,
+    appender?: Appender,
+  ): Promise<Either<DomainError, CommandResult<S>>> {
     return new Promise((resolve, reject) => {
       const claim = currentClaim();
       // Steps are counted when the command is issued, so they follow the request's own order.
       const step = claim === undefined ? undefined : { id: claim.id, step: nextStep(claim, stream) };
-      const pending = { aggregate, workspaceId, claim: step, writes: requestWrites(), command, resolve, reject } as unknown as Pending;
+      const pending = { aggregate, appender, workspaceId, claim: step, writes: requestWrites(), command, resolve, reject } as unknown as Pending;
       if (claim?.resumed !== true) return enqueue(stream, pending);
       appendedBefore(pending, stream).then(
         (done) => (done === null ? enqueue(stream, pending) : resolve({ _tag: 'Right', right: done as CommandResult<S> })),

@@ -38,6 +38,13 @@ export interface AppendResult {
   readonly records: readonly RecordedEvent[];
 }
 
+/** One stream's part of an append to several streams at once. */
+export interface StreamAppend {
+  readonly stream: string;
+  readonly events: readonly NewEvent[];
+  readonly expected: ExpectedRevision;
+}
+
 export interface ReadAllOptions {
   /** Exclusive: events with position > after. 0 reads from the start. */
   readonly after: number;
@@ -68,6 +75,13 @@ export interface EventLog {
    * stored records without checking `expected` (a safe client retry).
    */
   append(stream: string, events: readonly NewEvent[], expected: ExpectedRevision): Promise<AppendResult>;
+  /**
+   * Several streams' appends in one commit, all or none: each part as `append` would make it, in
+   * order; the first part that fails rejects the call (WrongExpectedRevision names its stream) and
+   * none is written. Only logs that can commit several streams atomically have it (SQLite, not
+   * EventStoreDB): callers without it append one stream after the other.
+   */
+  appendAll?(parts: readonly StreamAppend[]): Promise<AppendResult[]>;
   /** The stream forwards from `fromRevision` (inclusive, default 0); empty when it does not exist. */
   readStream(stream: string, fromRevision?: number): Promise<RecordedEvent[]>;
   /** Everything after a global position, in log order, optionally filtered. */

@@ -14,6 +14,7 @@ import {
   type NewEvent,
   type ReadAllOptions,
   type RecordedEvent,
+  type StreamAppend,
 } from './event-log.js';
 import { exportReader, type ExportQuery, type ExportRow } from './sqlite-export.js';
 import { groupCommit } from './sqlite-group-commit.js';
@@ -45,6 +46,8 @@ export interface SqliteLogOptions {
 }
 
 export interface SqliteEventLog extends EventLog {
+  /** Several streams in one commit (a savepoint in the group transaction). */
+  appendAll(parts: readonly StreamAppend[]): Promise<AppendResult[]>;
   /** Commits so far and the writes they carried (group-commit efficiency), and whether commits are fsynced, as SQLite has it. */
   stats(): { readonly transactions: number; readonly writes: number; readonly durability: 'full' | 'relaxed' };
   /** scripts/export.ts only: public events as raw rows with the data's stored JSON text (sqlite-export.ts). */
@@ -177,6 +180,20 @@ export const openSqliteLog = (options: SqliteLogOptions): SqliteEventLog => {
     return { nextRevision: first + events.length - 1, records };
   };
 
+  /**
+   * The parts in a savepoint of their own: a part that throws undoes the parts before it, and the
+   * offsets they staged, so the call leaves nothing behind in the group transaction.
+   */
+  const appendParts = db.transaction((parts: readonly StreamAppend[]): AppendResult[] => {
+    const staged = new Map(stagedOffsets);
+    try {
+      return parts.map((part) => appendNow(part.stream, part.events, part.expected));
+    } catch (error) {
+      stagedOffsets = staged;
+      throw error;
+    }
+  });
+
   // The head is read before the page: the page's snapshot is the same or later, so it holds every
   // matching event up to that head even when another process commits in between.
   const readPage = (filter: Pick<ReadAllOptions, 'types' | 'workspaceId'>) => (after: number): Page => {
@@ -204,6 +221,10 @@ export const openSqliteLog = (options: SqliteLogOptions): SqliteEventLog => {
     append: async (stream, events, expected) => {
       ensureOpen();
       return writer.submit(() => appendNow(stream, events, expected));
+    },
+    appendAll: async (parts) => {
+      ensureOpen();
+      return writer.submit(() => appendParts(parts));
     },
     readStream: async (stream, fromRevision = 0) => {
       ensureOpen();

@@ -6,9 +6,12 @@
 // same group commit instead of waiting for each other's. A conflict (another API server wrote the
 // stream) or a failed append marks the stream stale: once the appends in flight have settled, it
 // is read again from the last revision known and the waiting claims are decided anew.
+// A ticket's creation rides with its count (countAndAppend): both in one commit where the log can
+// append to two streams atomically, so a ticket costs one durable commit, not two in a row, and a
+// crash leaves both or neither. Each such claim is its own append, submitted in grant order.
 // A ticket is counted once: a resumed request finds its ticket's count if its first run made it.
 import { currentClaim } from '../app/request-claim.js';
-import { WrongExpectedRevision, type EventLog } from '../log/event-log.js';
+import { WrongExpectedRevision, type AppendResult, type EventLog, type StreamAppend } from '../log/event-log.js';
 import type { MicrosClock } from '../log/clock.js';
 import type { IdSource } from '../shared/ids.js';
 import { grantClaims, monthOf, quotaStream, TICKET_QUOTA_USED } from '../domain/ticket/quota.js';
@@ -16,8 +19,11 @@ import { grantClaims, monthOf, quotaStream, TICKET_QUOTA_USED } from '../domain/
 interface Claim {
   readonly ticketId: string;
   readonly limit: number;
+  /** The ticket's own append, committed with its count. */
+  readonly ticket?: StreamAppend;
   attempts: number;
-  readonly resolve: (granted: boolean) => void;
+  /** `appended`: the ticket's append, when the claim carried one. */
+  readonly settle: (granted: boolean, appended?: AppendResult) => void;
   readonly reject: (error: unknown) => void;
 }
 
@@ -40,33 +46,57 @@ const MAX_ATTEMPTS = 50;
 export interface TicketQuota {
   /** Counts a ticket against the workspace's month when `limit` allows; false when it is used up. */
   claim(workspaceId: string, limit: number, ticketId: string): Promise<boolean>;
+  /**
+   * Counts the ticket and makes `ticket` (its stream's append) in the same commit, or neither: null
+   * when the month is used up. On a log without appendAll, counts first, then appends.
+   */
+  countAndAppend(workspaceId: string, limit: number, ticketId: string, ticket: StreamAppend): Promise<AppendResult | null>;
 }
 
 export const createTicketQuota = (log: EventLog, clock: MicrosClock, newId: IdSource): TicketQuota => {
   const streams = new Map<string, QuotaStream>();
 
-  const append = (s: QuotaStream, granted: readonly Claim[]) => {
+  /** Commits `claims`' counts (as `write` appends them) from the revision the appends in flight will leave. */
+  const commit = (s: QuotaStream, claims: readonly Claim[], write: (counts: StreamAppend) => Promise<readonly (AppendResult | undefined)[]>) => {
     const expected = s.revision;
-    s.revision += granted.length;
+    s.revision += claims.length;
     s.inFlight += 1;
-    const events = granted.map((c) => ({ id: newId(), type: TICKET_QUOTA_USED, workspaceId: s.workspaceId, data: { ticket_id: c.ticketId } }));
-    log.append(s.name, events, expected < 0 ? 'no_stream' : expected).then(
-      ({ nextRevision }) => {
+    const events = claims.map((c) => ({ id: newId(), type: TICKET_QUOTA_USED, workspaceId: s.workspaceId, data: { ticket_id: c.ticketId } }));
+    write({ stream: s.name, events, expected: expected < 0 ? 'no_stream' : expected }).then(
+      (appended) => {
         s.inFlight -= 1;
-        s.known = Math.max(s.known, nextRevision);
-        granted.forEach((c) => c.resolve(true));
+        s.known = Math.max(s.known, expected + claims.length);
+        claims.forEach((c, i) => c.settle(true, appended[i]));
         pump(s);
       },
       (error: unknown) => {
         s.inFlight -= 1;
         s.stale = true;
-        for (const c of granted) {
-          if (error instanceof WrongExpectedRevision && ++c.attempts < MAX_ATTEMPTS) s.waiting.push(c);
+        // Only a conflict on the count is decided again; a ticket's own failure is its caller's.
+        const conflict = error instanceof WrongExpectedRevision && error.stream === s.name;
+        for (const c of claims) {
+          if (conflict && ++c.attempts < MAX_ATTEMPTS) s.waiting.push(c);
           else c.reject(error);
         }
         pump(s);
       },
     );
+  };
+
+  /** The count and its ticket in one commit (only claims made where the log has appendAll carry a ticket). */
+  const together = async (counts: StreamAppend, ticket: StreamAppend): Promise<AppendResult[]> => {
+    if (log.appendAll === undefined) throw new Error('this log cannot append to two streams in one commit');
+    return (await log.appendAll([counts, ticket])).slice(1);
+  };
+
+  /** Plain counts share one append; a count carrying its ticket is an append of its own. */
+  const append = (s: QuotaStream, granted: readonly Claim[]) => {
+    const plain = granted.filter((c) => c.ticket === undefined);
+    if (plain.length > 0) commit(s, plain, async (counts) => (await log.append(counts.stream, counts.events, counts.expected), []));
+    for (const c of granted) {
+      const ticket = c.ticket;
+      if (ticket !== undefined) commit(s, [c], (counts) => together(counts, ticket));
+    }
   };
 
   const refresh = async (s: QuotaStream) => {
@@ -95,21 +125,35 @@ export const createTicketQuota = (log: EventLog, clock: MicrosClock, newId: IdSo
     // A refusal counts only what is in the log: it waits for the appends in flight.
     s.waiting = s.waiting.filter((_, i) => !grants[i]);
     if (granted.length > 0) append(s, granted);
-    else if (s.inFlight === 0) s.waiting.splice(0).forEach((c) => c.resolve(false));
+    else if (s.inFlight === 0) s.waiting.splice(0).forEach((c) => c.settle(false));
   }
 
+  /** A resumed request (app/request-claim.ts) may have counted its ticket before it was interrupted. */
+  const countedBefore = async (name: string, ticketId: string): Promise<boolean> =>
+    currentClaim()?.resumed === true && (await log.readStream(name)).some((e) => e.data['ticket_id'] === ticketId);
+
+  const enqueue = (workspaceId: string, claim: Omit<Claim, 'attempts'>): void => {
+    const name = quotaStream(workspaceId, monthOf(clock()));
+    let s = streams.get(name);
+    if (s === undefined) streams.set(name, (s = { name, workspaceId, revision: -1, known: -1, stale: true, reading: false, inFlight: 0, waiting: [] }));
+    s.waiting.push({ ...claim, attempts: 0 });
+    pump(s);
+  };
+
+  const claim: TicketQuota['claim'] = async (workspaceId, limit, ticketId) => {
+    if (await countedBefore(quotaStream(workspaceId, monthOf(clock())), ticketId)) return true;
+    return new Promise<boolean>((resolve, reject) => enqueue(workspaceId, { ticketId, limit, settle: resolve, reject }));
+  };
+
   return {
-    async claim(workspaceId, limit, ticketId) {
-      const name = quotaStream(workspaceId, monthOf(clock()));
-      // A resumed request (app/request-claim.ts) may have counted its ticket before it was interrupted.
-      if (currentClaim()?.resumed === true && (await log.readStream(name)).some((e) => e.data['ticket_id'] === ticketId)) return true;
-      let s = streams.get(name);
-      if (s === undefined) streams.set(name, (s = { name, workspaceId, revision: -1, known: -1, stale: true, reading: false, inFlight: 0, waiting: [] }));
-      const stream = s;
-      return new Promise<boolean>((resolve, reject) => {
-        stream.waiting.push({ ticketId, limit, attempts: 0, resolve, reject });
-        pump(stream);
-      });
+    claim,
+    async countAndAppend(workspaceId, limit, ticketId, ticket) {
+      const alone = () => log.append(ticket.stream, ticket.events, ticket.expected);
+      if (log.appendAll === undefined) return (await claim(workspaceId, limit, ticketId)) ? alone() : null;
+      if (await countedBefore(quotaStream(workspaceId, monthOf(clock())), ticketId)) return alone();
+      return new Promise<AppendResult | null>((resolve, reject) =>
+        enqueue(workspaceId, { ticketId, limit, ticket, settle: (granted, appended) => resolve(granted ? (appended as AppendResult) : null), reject }),
+      );
     },
   };
 };

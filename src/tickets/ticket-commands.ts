@@ -3,7 +3,7 @@
 // message that lands in the contact's open ticket. Each answers after the read models have the
 // write (read-your-writes).
 import { left, right, type Either } from 'fp-ts/lib/Either.js';
-import type { CommandResult } from '../app/command-handler.js';
+import type { Appender, CommandResult } from '../app/command-handler.js';
 import type { Core } from '../app/core.js';
 import type { TicketPriority } from '../domain/catalogue.js';
 import type { ContactFields } from '../domain/contact/contact.js';
@@ -43,14 +43,17 @@ export interface OpenTicketInput {
 /** An inbound contact message names its ticket or its contact. */
 export type InboundInput = { readonly content: string } & ({ readonly ticketId: string } | { readonly contact: Partial<ContactFields> });
 
+/** The plan's month has no ticket left: thrown through the command handler, answered as TICKET_LIMIT_REACHED. */
+class MonthUsedUp extends Error {}
+
 const empty = () => left(domainError('MESSAGE_EMPTY', 'A message needs content or media'));
 
 export const createTicketCommands = (core: Core, contacts: ContactCommands, quota: TicketQuota, readModels: TicketReadModels, links: MediaLinks) => {
   const inboundLock = createKeyedLock();
 
-  const run = async (workspaceId: string, command: TicketRequest): Result<CommandResult<TicketState>> => {
+  const run = async (workspaceId: string, command: TicketRequest, appender?: Appender): Result<CommandResult<TicketState>> => {
     const full = { ...command, workspaceId, now: core.clock() } as TicketCommand;
-    const result = await core.handle(ticketAggregate, ticketStream(full.ticketId), workspaceId, full);
+    const result = await core.handle(ticketAggregate, ticketStream(full.ticketId), workspaceId, full, appender);
     if (result._tag === 'Right') await readModels.settledAfter(result.right.records);
     return result;
   };
@@ -73,15 +76,22 @@ export const createTicketCommands = (core: Core, contacts: ContactCommands, quot
 
   const ticketsPerMonth = (plan: string): number => (core.config.plans[plan] ?? core.config.plans[core.config.defaultPlan])?.ticketsPerMonth ?? 0;
 
-  /** Counts the ticket against the plan's month, then creates it. */
+  /** Creates the ticket and counts it against the plan's month, in one commit (quota.countAndAppend). */
   const create = async (workspace: WorkspaceRow, contactId: string, fields: Pick<OpenTicketInput, 'subject' | 'priority'>, message: NewMessage | null): Result<string> => {
     const ticketId = core.resourceId('ticket');
     const limit = ticketsPerMonth(workspace.plan);
-    if (!(await quota.claim(workspace.id, limit, ticketId))) {
+    const counted: Appender = async (stream, events, expected) => {
+      const appended = await quota.countAndAppend(workspace.id, limit, ticketId, { stream, events, expected });
+      if (appended === null) throw new MonthUsedUp();
+      return appended;
+    };
+    try {
+      const created = await run(workspace.id, { kind: 'create', ticketId, contactId, ...fields, message }, counted);
+      return created._tag === 'Left' ? created : right(ticketId);
+    } catch (error) {
+      if (!(error instanceof MonthUsedUp)) throw error;
       return left(domainError('TICKET_LIMIT_REACHED', 'The monthly ticket limit of the plan is reached', { plan: workspace.plan, limit, month: monthOf(core.clock()) }));
     }
-    const created = await run(workspace.id, { kind: 'create', ticketId, contactId, ...fields, message });
-    return created._tag === 'Left' ? created : right(ticketId);
   };
 
   /** Upserts the contact and refuses a blocked one. */

@@ -10,7 +10,7 @@ import * as path from 'node:path';
 import { createCommandHandler, StreamContended } from '../../src/app/command-handler.js';
 import type { Aggregate } from '../../src/domain/aggregate.js';
 import { domainError } from '../../src/domain/errors.js';
-import { WrongExpectedRevision, type EventLog } from '../../src/log/event-log.js';
+import { WrongExpectedRevision, type EventLog, type ExpectedRevision, type NewEvent } from '../../src/log/event-log.js';
 import { openSqliteLog } from '../../src/log/sqlite.js';
 import { randomId } from '../../src/shared/ids.js';
 
@@ -67,6 +67,34 @@ describe('command handler (int, SQLite)', () => {
     const settled = await Promise.allSettled(Array.from({ length: 10 }, (_, i) => handle(counter(100), 'count-3', 'ws', { by: `w${i}`, explode: i === 4 })));
     expect(settled.map((s) => s.status)).to.deep.equal(Array.from({ length: 10 }, (_, i) => (i === 4 ? 'rejected' : 'fulfilled')));
     expect(await log.readStream('count-3')).to.have.length(9);
+  });
+
+  it('appends a command that brings its own appender alone and through it; the commands around it still batch', async () => {
+    const log = open();
+    const handle = createCommandHandler(log, randomId);
+    const through: string[] = [];
+    const appender = async (stream: string, events: readonly NewEvent[], expected: ExpectedRevision) => {
+      through.push(...events.map((e) => String(e.data['by'])));
+      return log.append(stream, events, expected);
+    };
+    const aggregate = counter(100);
+    const before = log.stats().transactions;
+    const results = await Promise.all(Array.from({ length: 9 }, (_, i) => handle(aggregate, 'count-5', 'ws', { by: `w${i}` }, i === 4 ? appender : undefined)));
+    expect(results.every((r) => r._tag === 'Right')).to.equal(true);
+    expect(through).to.deep.equal(['w4']);
+    expect((await log.readStream('count-5')).map((e) => e.data['by'])).to.deep.equal(Array.from({ length: 9 }, (_, i) => `w${i}`));
+    // w0 alone, w1..w3 batched, w4 alone, w5..w8 batched.
+    expect(log.stats().transactions - before).to.equal(4);
+  });
+
+  it('fails only the command whose appender fails; the commands after it land', async () => {
+    const log = open();
+    const handle = createCommandHandler(log, randomId);
+    const refusing = async () => Promise.reject(new Error('the month is used up'));
+    const aggregate = counter(100);
+    const settled = await Promise.allSettled(Array.from({ length: 5 }, (_, i) => handle(aggregate, 'count-6', 'ws', { by: `w${i}` }, i === 2 ? refusing : undefined)));
+    expect(settled.map((s) => s.status)).to.deep.equal(['fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
+    expect((await log.readStream('count-6')).map((e) => e.data['by'])).to.deep.equal(['w0', 'w1', 'w3', 'w4']);
   });
 
   it('lands every command when two processes\' handlers write one stream of a shared file', async () => {

@@ -7,7 +7,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { expect } from 'chai';
-import type { NewEvent } from '../../src/log/event-log.js';
+import { WrongExpectedRevision, type NewEvent } from '../../src/log/event-log.js';
 import { openSqliteLog } from '../../src/log/sqlite.js';
 import { eventLogContract } from './event-log.contract.js';
 
@@ -80,6 +80,59 @@ describe('SQLite event log', () => {
     const mixed = await log.append('ticket-1', [newEvent('ws'), list[1] as NewEvent], 'any').catch((e: unknown) => e);
     expect((mixed as Error).message).to.match(/1 of 2 event ids are already in the log/);
     expect(await log.readStream('ticket-1')).to.have.length(3);
+    await log.close();
+  });
+
+  it('appendAll writes several streams in the one group commit, each part as append would', async () => {
+    const log = openSqliteLog({ file: freshFile(), clock: () => 100 });
+    await log.append('count', [newEvent('ws', 'ticket.quota_used')], 'no_stream');
+    const before = log.stats().transactions;
+    const [together, alone] = await Promise.all([
+      log.appendAll([
+        { stream: 'count', events: [newEvent('ws', 'ticket.quota_used')], expected: 0 },
+        { stream: 'ticket-1', events: [newEvent('ws'), newEvent('ws')], expected: 'no_stream' },
+      ]),
+      log.append('ticket-2', [newEvent('ws')], 'no_stream'),
+    ]);
+    expect(log.stats().transactions - before).to.equal(1);
+    expect(together.map((r) => [r.nextRevision, r.records.map((e) => [e.stream, e.position, e.offset])])).to.deep.equal([
+      [1, [['count', 2, null]]],
+      [1, [['ticket-1', 3, 100], ['ticket-1', 4, 101]]],
+    ]);
+    expect(alone.records[0]?.offset).to.equal(102);
+    await log.close();
+  });
+
+  it('appendAll writes nothing when a later part fails, and names its stream; the rest of the commit stands', async () => {
+    const log = openSqliteLog({ file: freshFile(), clock: () => 100 });
+    await log.append('ticket-1', [newEvent('ws')], 'no_stream');
+    const [failed, fine] = await Promise.allSettled([
+      log.appendAll([
+        { stream: 'count', events: [newEvent('ws', 'ticket.quota_used')], expected: 'no_stream' },
+        { stream: 'other', events: [newEvent('ws')], expected: 'no_stream' },
+        { stream: 'ticket-1', events: [newEvent('ws')], expected: 'no_stream' },
+      ]),
+      log.append('fine', [newEvent('ws')], 'no_stream'),
+    ]);
+    expect(failed.status === 'rejected' && failed.reason).to.be.instanceOf(WrongExpectedRevision).with.property('stream', 'ticket-1');
+    expect(await log.readStream('count')).to.deep.equal([]);
+    expect(await log.readStream('other')).to.deep.equal([]);
+    // The offsets the undone parts took are given again: the next public event follows the last one written.
+    expect(fine.status === 'fulfilled' && fine.value.records[0]?.offset).to.equal(101);
+    expect((await log.append('after', [newEvent('ws')], 'any')).records[0]?.offset).to.equal(102);
+    await log.close();
+  });
+
+  it('appendAll retried with the same events gets the stored records, written once', async () => {
+    const log = openSqliteLog({ file: freshFile() });
+    const parts = [
+      { stream: 'count', events: [newEvent('ws', 'ticket.quota_used')], expected: 'no_stream' as const },
+      { stream: 'ticket-1', events: [newEvent('ws')], expected: 'no_stream' as const },
+    ];
+    const first = await log.appendAll(parts);
+    const again = await log.appendAll(parts);
+    expect(again.map((r) => r.records.map((e) => e.position))).to.deep.equal(first.map((r) => r.records.map((e) => e.position)));
+    expect(await log.headPosition()).to.equal(2);
     await log.close();
   });
 

@@ -10,18 +10,23 @@ import { redisServerInstalled, startPrivateRedis, type PrivateRedis } from '../s
 import { startTestService, type TestService, type TestWorkspace } from '../support/server.js';
 import { uniqueEmail } from '../support/tickets-fixtures.js';
 
-/** Stops Redis once the next append to a ticket stream has landed, before the route reads its answer. */
+/**
+ * Stops Redis once the next append to a ticket stream has landed (alone, or with its quota count in
+ * one appendAll), before the route reads its answer.
+ */
 const stopRedisAfterTicketAppend = (log: EventLog, redis: PrivateRedis): void => {
-  const append = log.append.bind(log);
   let armed = true;
-  log.append = async (stream, events, expected) => {
-    const appended = await append(stream, events, expected);
-    if (armed && /^ticket-[0-9a-f]{32}$/.test(stream)) {
+  const stopAfter = async <T>(streams: readonly string[], appended: T): Promise<T> => {
+    if (armed && streams.some((stream) => /^ticket-[0-9a-f]{32}$/.test(stream))) {
       armed = false;
       await redis.stop();
     }
     return appended;
   };
+  const append = log.append.bind(log);
+  log.append = async (stream, events, expected) => stopAfter([stream], await append(stream, events, expected));
+  const appendAll = log.appendAll?.bind(log);
+  if (appendAll !== undefined) log.appendAll = async (parts) => stopAfter(parts.map((part) => part.stream), await appendAll(parts));
 };
 
 describe('a write whose answer cannot be read (e2e, private Redis)', function () {

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import type { SqliteEventLog } from '../../src/log/sqlite.js';
 import { startTestService, type TestService, type TestWorkspace } from '../support/server.js';
 import { eventsOf, expectBusinessError, expectCatalogueData, expectSchemaError, expectShortError, openTicket, ticketId, uniqueEmail } from '../support/tickets-fixtures.js';
 
@@ -44,6 +45,18 @@ describe('tickets API (e2e)', () => {
       const a = await openTicket(ws, { contact: { email } });
       const b = await openTicket(ws, { contact: { email: email.toUpperCase() } });
       expect(b.body.contact_id).to.equal(a.body.contact_id);
+    });
+
+    it('opens a ticket for a known contact in one commit: the ticket and its count against the month together', async () => {
+      const email = uniqueEmail();
+      await openTicket(ws, { contact: { email } });
+      const log = test.service.core.log as SqliteEventLog;
+      const before = log.stats().transactions;
+      const reply = await openTicket(ws, { contact: { email }, message: 'Again' });
+      expect(reply.status).to.equal(201);
+      expect(log.stats().transactions - before).to.equal(1);
+      const counted = (await eventsOf(test, ws.workspaceId)).filter((e) => e.type === 'ticket.quota_used' && e.data['ticket_id'] === reply.body.id);
+      expect(counted).to.have.length(1);
     });
 
     it('400 short form without telegram_id and email', async () => {
@@ -270,6 +283,9 @@ describe('monthly ticket limit (e2e)', () => {
     const ws = await test.createWorkspace('free');
     const replies = await Promise.all(Array.from({ length: 8 }, () => openTicket(ws)));
     expect(replies.filter((r) => r.status === 201)).to.have.length(3);
+    // A refused ticket is neither written nor counted.
+    const events = await test.service.core.log.readAll({ after: 0, workspaceId: ws.workspaceId, types: ['ticket.created', 'ticket.quota_used'] });
+    expect(events.map((e) => e.type).sort()).to.deep.equal([...Array(3).fill('ticket.created'), ...Array(3).fill('ticket.quota_used')]);
     for (const r of replies.filter((reply) => reply.status !== 201)) expectBusinessError(r, 403, 'TICKET_LIMIT_REACHED');
     expect((await ws.api('GET', '/api/v1/tickets')).body.total).to.equal(3);
     const inbound = await ws.api('POST', '/api/v1/messages', { content: 'hi', contact: { email: uniqueEmail() } });

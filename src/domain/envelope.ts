@@ -40,21 +40,30 @@ export const isoLocal = (millis: number): string => new Date(millis).toISOString
 
 const text = (value: unknown): string | null => (typeof value === 'string' && value !== '' ? value : null);
 
+/** Where an event type's `_links` come from: one field of its data, and the addresses it names. */
+export interface LinkRule {
+  readonly key: 'ticket_id' | 'id';
+  /** The links for the field's value, already URI-encoded. */
+  readonly links: (encoded: string) => Record<string, string>;
+}
+
+const TICKET_LINKS: LinkRule = { key: 'ticket_id', links: (id) => ({ ticket: `/api/v1/tickets/${id}`, messages: `/api/v1/tickets/${id}/messages` }) };
+const CONTACT_LINKS: LinkRule = { key: 'id', links: (id) => ({ contact: `/api/v1/contacts/${id}`, tickets: `/api/v1/tickets?contact_id=${id}` }) };
+
+/** The rule of an event type; null for types without links. */
+export const linkRuleOf = (type: string): LinkRule | null =>
+  type.startsWith('ticket.') || type.startsWith('message.') ? TICKET_LINKS : type.startsWith('contact.') ? CONTACT_LINKS : null;
+
+/** `_links` made by `rule` from its field's value: none unless the value is a non-empty string. */
+export const linksOf = (rule: LinkRule | null, value: unknown): Record<string, string> => {
+  const id = text(value);
+  return rule === null || id === null ? {} : rule.links(encodeURIComponent(id));
+};
+
 /** `_links` by the spec's rules: relative GET addresses to existing endpoints only. */
 export const linksFor = (type: string, data: JsonObject): Record<string, string> => {
-  if (type.startsWith('ticket.') || type.startsWith('message.')) {
-    const ticketId = text(data['ticket_id']);
-    if (ticketId === null) return {};
-    const base = `/api/v1/tickets/${encodeURIComponent(ticketId)}`;
-    return { ticket: base, messages: `${base}/messages` };
-  }
-  if (type.startsWith('contact.')) {
-    const contactId = text(data['id']);
-    if (contactId === null) return {};
-    const id = encodeURIComponent(contactId);
-    return { contact: `/api/v1/contacts/${id}`, tickets: `/api/v1/tickets?contact_id=${id}` };
-  }
-  return {};
+  const rule = linkRuleOf(type);
+  return linksOf(rule, rule === null ? undefined : data[rule.key]);
 };
 
 export const envelopeOf = (fields: { id: string; type: string; micros: number; workspaceId: string; data: JsonObject }): Envelope => ({

@@ -24,22 +24,20 @@ export interface ExportRange {
   readonly types?: readonly PublicEventType[];
 }
 
-/** Whole NDJSON lines (each ends in "\n") and how many there are. */
+/** Whole NDJSON lines (each ends in "\n"), as text or its UTF-8 bytes, and how many there are. */
 export interface NdjsonChunk {
-  readonly text: string;
+  readonly text: string | Buffer;
   readonly lines: number;
 }
 
 /**
  * One workspace's feed (offset order) or every workspace's public events (log order), a page of lines
- * at a time. The lines are built from the stored data text (feedLines), not from parsed records.
+ * at a time. The lines are built around the stored data text (feedLines), not from parsed records.
  */
 export async function* logPages(log: SqliteEventLog, range: ExportRange, workspaceId?: string): AsyncGenerator<NdjsonChunk> {
-  const line = feedLines();
+  const ndjsonOf = feedLines();
   for (const rows of log.exportPages({ ...range, ...(workspaceId === undefined ? {} : { workspaceId }) })) {
-    let text = '';
-    for (const [id, type, ws, data, offset] of rows) text += `${line({ id, type, workspaceId: ws, data, offset })}\n`;
-    yield { text, lines: rows.length };
+    yield { text: ndjsonOf(rows.map(([id, type, workspaceId, data, offset]) => ({ id, type, workspaceId, data, offset }))), lines: rows.length };
   }
 }
 

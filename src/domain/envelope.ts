@@ -54,10 +54,13 @@ const CONTACT_LINKS: LinkRule = { key: 'id', links: (id) => ({ contact: `/api/v1
 export const linkRuleOf = (type: string): LinkRule | null =>
   type.startsWith('ticket.') || type.startsWith('message.') ? TICKET_LINKS : type.startsWith('contact.') ? CONTACT_LINKS : null;
 
+/** What encodeURIComponent leaves as it is: ids, mostly, which then skip it. */
+const UNRESERVED = /^[\w.!~*'()-]*$/;
+
 /** `_links` made by `rule` from its field's value: none unless the value is a non-empty string. */
 export const linksOf = (rule: LinkRule | null, value: unknown): Record<string, string> => {
   const id = text(value);
-  return rule === null || id === null ? {} : rule.links(encodeURIComponent(id));
+  return rule === null || id === null ? {} : rule.links(UNRESERVED.test(id) ? id : encodeURIComponent(id));
 };
 
 /** `_links` by the spec's rules: relative GET addresses to existing endpoints only. */

@@ -1,6 +1,6 @@
 // One /updates item: the envelope exactly as a webhook carries it, plus its feed offset. The export
 // script writes the same items, one JSON text per line, built by feedLines straight from the log.
-import { isoMicros, linkRuleOf, linksOf, toEnvelope, type Envelope, type LinkRule } from '../domain/envelope.js';
+import { isoMicros, linkRuleOf, linksOf, toEnvelope, type Envelope } from '../domain/envelope.js';
 import type { JsonObject, RecordedEvent } from '../log/event-log.js';
 import { plainStringField } from './json-field.js';
 
@@ -43,54 +43,69 @@ const timestamps = (): ((micros: number, digits: string) => string) => {
 
 const json = JSON.stringify;
 
-/** JSON text of a string: quoted as it is when nothing in it needs escaping (ids, types), else JSON.stringify's. */
-const quoted = (text: string): string => {
-  for (let i = 0; i < text.length; i += 1) {
-    const c = text.charCodeAt(i);
-    // What JSON.stringify escapes: controls, quote, backslash, and surrogates when lone (any, here).
-    if (c < 0x20 || c === 0x22 || c === 0x5c || (c >= 0xd800 && c <= 0xdfff)) return json(text);
-  }
-  return `"${text}"`;
-};
+/** What JSON.stringify escapes in a string: controls, quote, backslash, and surrogates when lone (any, here). */
+const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
 
-/** Link texts kept per rule: a ticket's events come close together, and building the text costs more than the rest of the line. */
-const LINKS_KEPT = 4096;
+/** JSON text of a string: quoted as it is when nothing in it needs escaping (ids, types), else JSON.stringify's. */
+const quoted = (text: string): string => (NEEDS_ESCAPE.test(text) ? json(text) : `"${text}"`);
 
 /**
- * The `_links` texts of stored events, from the one field of the data they come from: read from the
+ * JSON text of `_links`, as JSON.stringify writes it: the names are the spec's and the addresses are
+ * URI-encoded, so nothing in them needs escaping (and JSON.stringify of the object cost more than
+ * the rest of the line).
+ */
+const linksJson = (links: Readonly<Record<string, string>>): string => {
+  let text = '';
+  for (const name in links) text += `${text === '' ? '' : ','}"${name}":"${links[name] as string}"`;
+  return `{${text}}`;
+};
+
+/**
+ * The `_links` text of a stored event, from the one field of the data it comes from: read from the
  * text (json-field.ts), the data is parsed only when that field is not plain text.
  */
-const linksTexts = (): ((type: string, data: string) => string) => {
-  const kept = new Map<LinkRule, Map<string, string>>();
-  return (type, data) => {
-    const rule = linkRuleOf(type);
-    if (rule === null) return '{}';
-    const plain = plainStringField(data, rule.key);
-    if (plain === null) return json(linksOf(rule, (JSON.parse(data) as JsonObject)[rule.key]));
-    let texts = kept.get(rule);
-    if (texts === undefined || texts.size >= LINKS_KEPT) kept.set(rule, (texts = new Map()));
-    let text = texts.get(plain);
-    if (text === undefined) texts.set(plain, (text = json(linksOf(rule, plain))));
-    return text;
-  };
+const linksText = (type: string, data: string): string => {
+  const rule = linkRuleOf(type);
+  if (rule === null) return '{}';
+  const value = plainStringField(data, rule.key) ?? (JSON.parse(data) as JsonObject)[rule.key];
+  return linksJson(linksOf(rule, value));
 };
 
+/** The text of a line around its data, as most events have it (ids of 32 characters, a ticket's links). */
+const LINE_TEXT = 300;
+
 /**
- * Returns the function giving `JSON.stringify(feedItem(record))` of a stored event, built as text:
- * the data goes in as stored. The log writes it with JSON.stringify, whose output JSON.parse and
- * JSON.stringify give back unchanged, so re-serialising it would only cost time, and so would
- * parsing it for `_links` (above). Keys and their order are feedItem's;
+ * Returns the function giving the NDJSON of stored events in UTF-8: for each, the line
+ * `JSON.stringify(feedItem(record))` and a newline. The data goes in as stored: the log writes it
+ * with JSON.stringify, whose output JSON.parse and JSON.stringify give back unchanged, so parsing or
+ * re-serialising it would only cost time. The text around it is written beside it into one buffer
+ * rather than joined to it into one string: copying every event's data into a joined string before
+ * encoding it cost the export as much as building the lines. Keys and their order are feedItem's;
  * test/updates/export.int.spec.ts holds the two byte-identical. One function per export: it
- * remembers the last timestamp and recent links.
+ * remembers the last timestamp.
  */
-export const feedLines = (): ((event: StoredFeedEvent) => string) => {
+export const feedLines = (): ((events: readonly StoredFeedEvent[]) => Buffer) => {
   const timestamp = timestamps();
-  const links = linksTexts();
-  return (event) => {
-    const offset = String(event.offset);
-    return (
-      `{"id":${quoted(event.id)},"type":${quoted(event.type)},"timestamp":"${timestamp(event.offset, offset)}","workspace_id":${quoted(event.workspaceId)}` +
-      `,"data":${event.data},"_links":${links(event.type, event.data)},"offset":${offset}}`
-    );
+  return (events) => {
+    let out = Buffer.allocUnsafe(events.reduce((bytes, event) => bytes + 3 * (event.data.length + LINE_TEXT), 0));
+    let at = 0;
+    for (const event of events) {
+      const offset = String(event.offset);
+      const head =
+        `{"id":${quoted(event.id)},"type":${quoted(event.type)},"timestamp":"${timestamp(event.offset, offset)}"` +
+        `,"workspace_id":${quoted(event.workspaceId)},"data":`;
+      const tail = `,"_links":${linksText(event.type, event.data)},"offset":${offset}}\n`;
+      // A UTF-16 unit is at most 3 bytes of UTF-8: past the estimate, the buffer grows.
+      const most = 3 * (head.length + event.data.length + tail.length);
+      if (at + most > out.length) {
+        const grown = Buffer.allocUnsafe(2 * out.length + most);
+        out.copy(grown, 0, 0, at);
+        out = grown;
+      }
+      at += out.write(head, at);
+      at += out.write(event.data, at);
+      at += out.write(tail, at);
+    }
+    return out.subarray(0, at);
   };
 };

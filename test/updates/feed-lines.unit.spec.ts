@@ -1,0 +1,30 @@
+import { expect } from 'chai';
+import type { RecordedEvent } from '../../src/log/event-log.js';
+import { feedItem, feedLines } from '../../src/updates/feed-item.js';
+
+const record = (id: string, ticketId: string, offset: number): RecordedEvent => ({
+  id,
+  type: 'message.created',
+  workspaceId: 'w"é\\😀',
+  stream: `ticket-${ticketId}`,
+  revision: 0,
+  position: 1,
+  offset,
+  metadata: {},
+  data: { ticket_id: ticketId, content: 'é😀\u2028"' },
+});
+
+describe('feedLines (unit)', () => {
+  it('writes each line as JSON.stringify(feedItem(record)) and a newline, in UTF-8', () => {
+    const records = [record('a'.repeat(32), 't-1', 1_763_765_235_000_001), record('b'.repeat(32), 't 2/é', 1_763_765_236_999_999)];
+    const page = feedLines()(records.map((r) => ({ id: r.id, type: r.type, workspaceId: r.workspaceId, data: JSON.stringify(r.data), offset: r.offset as number })));
+    expect(page.toString('utf8')).to.equal(records.map((r) => `${JSON.stringify(feedItem(r))}\n`).join(''));
+  });
+
+  it('grows its buffer for lines whose text around the data is longer than most', () => {
+    const long = 'é'.repeat(5_000);
+    const records = [record('c'.repeat(32), long, 1_763_765_235_000_001), record('d'.repeat(32), `${long}x`, 1_763_765_235_000_002)];
+    const page = feedLines()(records.map((r) => ({ id: r.id, type: r.type, workspaceId: r.workspaceId, data: JSON.stringify(r.data), offset: r.offset as number })));
+    expect(page.toString('utf8')).to.equal(records.map((r) => `${JSON.stringify(feedItem(r))}\n`).join(''));
+  });
+});

@@ -1,6 +1,6 @@
 // One /updates item: the envelope exactly as a webhook carries it, plus its feed offset. The export
 // script writes the same items, one JSON text per line, built by feedLines straight from the log.
-import { isoMicros, linkRuleOf, linksOf, toEnvelope, type Envelope } from '../domain/envelope.js';
+import { isoMicros, linkRuleOf, linksOf, toEnvelope, type Envelope, type LinkRule } from '../domain/envelope.js';
 import type { JsonObject, RecordedEvent } from '../log/event-log.js';
 import { plainStringField } from './json-field.js';
 
@@ -60,15 +60,34 @@ const linksJson = (links: Readonly<Record<string, string>>): string => {
   return `{${text}}`;
 };
 
+/** `make`, answering again without calling it while the key stays the same: lines in a row often share a type, a workspace, a ticket. */
+const remembering = (make: (key: string) => string): ((key: string) => string) => {
+  let last: string | undefined;
+  let answer = '';
+  return (key) => {
+    if (key !== last) {
+      last = key;
+      answer = make(key);
+    }
+    return answer;
+  };
+};
+
 /**
- * The `_links` text of a stored event, from the one field of the data it comes from: read from the
+ * The `_links` texts of stored events, from the one field of the data they come from: read from the
  * text (json-field.ts), the data is parsed only when that field is not plain text.
  */
-const linksText = (type: string, data: string): string => {
-  const rule = linkRuleOf(type);
-  if (rule === null) return '{}';
-  const value = plainStringField(data, rule.key) ?? (JSON.parse(data) as JsonObject)[rule.key];
-  return linksJson(linksOf(rule, value));
+const linksTexts = (): ((type: string, data: string) => string) => {
+  const byRule = new Map<LinkRule, (value: string) => string>();
+  return (type, data) => {
+    const rule = linkRuleOf(type);
+    if (rule === null) return '{}';
+    const plain = plainStringField(data, rule.key);
+    if (plain === null) return linksJson(linksOf(rule, (JSON.parse(data) as JsonObject)[rule.key]));
+    let linksOfValue = byRule.get(rule);
+    if (linksOfValue === undefined) byRule.set(rule, (linksOfValue = remembering((value) => linksJson(linksOf(rule, value)))));
+    return linksOfValue(plain);
+  };
 };
 
 /** The text of a line around its data, as most events have it (ids of 32 characters, a ticket's links). */
@@ -82,18 +101,21 @@ const LINE_TEXT = 300;
  * rather than joined to it into one string: copying every event's data into a joined string before
  * encoding it cost the export as much as building the lines. Keys and their order are feedItem's;
  * test/updates/export.int.spec.ts holds the two byte-identical. One function per export: it
- * remembers the last timestamp.
+ * remembers the last timestamp, type, workspace and links.
  */
 export const feedLines = (): ((events: readonly StoredFeedEvent[]) => Buffer) => {
   const timestamp = timestamps();
+  const typeJson = remembering(quoted);
+  const workspaceJson = remembering(quoted);
+  const linksText = linksTexts();
   return (events) => {
     let out = Buffer.allocUnsafe(events.reduce((bytes, event) => bytes + 3 * (event.data.length + LINE_TEXT), 0));
     let at = 0;
     for (const event of events) {
       const offset = String(event.offset);
       const head =
-        `{"id":${quoted(event.id)},"type":${quoted(event.type)},"timestamp":"${timestamp(event.offset, offset)}"` +
-        `,"workspace_id":${quoted(event.workspaceId)},"data":`;
+        `{"id":${quoted(event.id)},"type":${typeJson(event.type)},"timestamp":"${timestamp(event.offset, offset)}"` +
+        `,"workspace_id":${workspaceJson(event.workspaceId)},"data":`;
       const tail = `,"_links":${linksText(event.type, event.data)},"offset":${offset}}\n`;
       // A UTF-16 unit is at most 3 bytes of UTF-8: past the estimate, the buffer grows.
       const most = 3 * (head.length + event.data.length + tail.length);

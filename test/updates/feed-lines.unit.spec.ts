@@ -27,4 +27,16 @@ describe('feedLines (unit)', () => {
     const page = feedLines()(records.map((r) => ({ id: r.id, type: r.type, workspaceId: r.workspaceId, data: JSON.stringify(r.data), offset: r.offset as number })));
     expect(page.toString('utf8')).to.equal(records.map((r) => `${JSON.stringify(feedItem(r))}\n`).join(''));
   });
+
+  it('gives each line its own links, type and workspace when the next line shares some of them', () => {
+    const base = record('e'.repeat(32), 'same', 1_763_765_235_000_001);
+    const records: RecordedEvent[] = [
+      base,
+      { ...base, id: 'f'.repeat(32), type: 'contact.identified', data: { id: 'same' } },
+      { ...base, id: '0'.repeat(32), workspaceId: 'other', data: { ticket_id: 'same' } },
+      { ...base, id: '1'.repeat(32), data: { ticket_id: 'next' } },
+    ];
+    const page = feedLines()(records.map((r) => ({ id: r.id, type: r.type, workspaceId: r.workspaceId, data: JSON.stringify(r.data), offset: r.offset as number })));
+    expect(page.toString('utf8')).to.equal(records.map((r) => `${JSON.stringify(feedItem(r))}\n`).join(''));
+  });
 });

@@ -136,63 +136,79 @@ export const openSqliteLog = (options: SqliteLogOptions): SqliteEventLog => {
     throw otherwise;
   };
 
+  /** A part of a call, checked and turned into rows, not yet inserted. */
+  interface Planned {
+    readonly part: StreamAppend;
+    readonly last: number | null;
+    readonly rows: readonly InsertRow[];
+  }
+
   /**
-   * Runs inside the group transaction and writes with one statement (or a savepoint), so a call that
-   * throws leaves nothing behind. Known ids are looked up only when the expected revision or the
-   * insert fails: a retry either meets a moved stream or the unique id index.
+   * Runs inside the group transaction and writes all the parts' rows with one statement (or a
+   * savepoint, past a statement's rows), so a call that throws leaves nothing behind; a savepoint per
+   * call would cost a sub-journal copy of every page it touched. Known ids are looked up only when
+   * the expected revision or the insert fails: a retry either meets a moved stream or the unique id
+   * index. A part whose events are all in the log already (a retry) is answered with them.
    */
-  const appendNow = (stream: string, events: readonly NewEvent[], expected: ExpectedRevision): AppendResult => {
-    const last = statements.lastRevision.get(stream) as number | null;
-    if (!holds(expected, last)) return storedOr(stream, events, last, new WrongExpectedRevision(stream, expected, last ?? 'no_stream'));
+  const appendParts = (parts: readonly StreamAppend[]): AppendResult[] => {
     const now = clock();
-    // Offsets are staged per call and merged only once the insert succeeded.
+    // Offsets are staged per call and merged only once the insert succeeded; revisions too, so two
+    // parts on one stream follow each other.
     const callOffsets = new Map<string, number>();
-    const first = (last ?? -1) + 1;
-    const rows = events.map((event, i): InsertRow => {
-      let offset: number | null = null;
-      if (isPublicEventType(event.type)) {
-        offset = Math.max(now, (callOffsets.get(event.workspaceId) ?? lastOffset(event.workspaceId)) + 1);
-        callOffsets.set(event.workspaceId, offset);
-      }
-      return [event.id, stream, first + i, event.workspaceId, event.type, JSON.stringify(event.data), metadataText(event.metadata), offset];
+    const callRevisions = new Map<string, number | null>();
+    const outcomes = parts.map((part): Planned | AppendResult => {
+      const { stream, events, expected } = part;
+      const last = callRevisions.has(stream) ? (callRevisions.get(stream) as number | null) : (statements.lastRevision.get(stream) as number | null);
+      if (!holds(expected, last)) return storedOr(stream, events, last, new WrongExpectedRevision(stream, expected, last ?? 'no_stream'));
+      const first = (last ?? -1) + 1;
+      if (events.length > 0) callRevisions.set(stream, first + events.length - 1);
+      const rows = events.map((event, i): InsertRow => {
+        let offset: number | null = null;
+        if (isPublicEventType(event.type)) {
+          offset = Math.max(now, (callOffsets.get(event.workspaceId) ?? lastOffset(event.workspaceId)) + 1);
+          callOffsets.set(event.workspaceId, offset);
+        }
+        return [event.id, stream, first + i, event.workspaceId, event.type, JSON.stringify(event.data), metadataText(event.metadata), offset];
+      });
+      return { part, last, rows };
     });
+    const planned = outcomes.filter((outcome): outcome is Planned => 'part' in outcome);
+    const rows = planned.flatMap((p) => p.rows);
     let lastPosition = 0;
     if (rows.length > 0) {
       try {
         lastPosition = insert(rows);
       } catch (error) {
         if (!isKnownId(error)) throw error;
-        return storedOr(stream, events, last, error);
+        // Nothing was written: every part with events must then be a retry of events all in the log.
+        return outcomes.map((outcome) => {
+          if (!('part' in outcome)) return outcome;
+          const { part, last } = outcome;
+          return part.events.length === 0 ? { nextRevision: last ?? -1, records: [] } : storedOr(part.stream, part.events, last, error);
+        });
       }
     }
     callOffsets.forEach((offset, ws) => stagedOffsets.set(ws, offset));
-    const records = events.map((event, i): RecordedEvent => ({
-      id: event.id,
-      type: event.type,
-      workspaceId: event.workspaceId,
-      data: event.data,
-      metadata: event.metadata ?? {},
-      stream,
-      revision: first + i,
-      position: lastPosition - rows.length + 1 + i,
-      offset: (rows[i] as InsertRow)[7],
-    }));
-    return { nextRevision: first + events.length - 1, records };
+    // AUTOINCREMENT gives the rows of one transaction consecutive positions, in the order inserted.
+    let position = lastPosition - rows.length;
+    return outcomes.map((outcome) => {
+      if (!('part' in outcome)) return outcome;
+      const { part, last } = outcome;
+      const first = (last ?? -1) + 1;
+      const records = part.events.map((event, i): RecordedEvent => ({
+        id: event.id,
+        type: event.type,
+        workspaceId: event.workspaceId,
+        data: event.data,
+        metadata: event.metadata ?? {},
+        stream: part.stream,
+        revision: first + i,
+        position: (position += 1),
+        offset: (outcome.rows[i] as InsertRow)[7],
+      }));
+      return { nextRevision: first + part.events.length - 1, records };
+    });
   };
-
-  /**
-   * The parts in a savepoint of their own: a part that throws undoes the parts before it, and the
-   * offsets they staged, so the call leaves nothing behind in the group transaction.
-   */
-  const appendParts = db.transaction((parts: readonly StreamAppend[]): AppendResult[] => {
-    const staged = new Map(stagedOffsets);
-    try {
-      return parts.map((part) => appendNow(part.stream, part.events, part.expected));
-    } catch (error) {
-      stagedOffsets = staged;
-      throw error;
-    }
-  });
 
   // The head is read before the page: the page's snapshot is the same or later, so it holds every
   // matching event up to that head even when another process commits in between.
@@ -220,7 +236,7 @@ export const openSqliteLog = (options: SqliteLogOptions): SqliteEventLog => {
   return {
     append: async (stream, events, expected) => {
       ensureOpen();
-      return writer.submit(() => appendNow(stream, events, expected));
+      return writer.submit(() => appendParts([{ stream, events, expected }])[0] as AppendResult);
     },
     appendAll: async (parts) => {
       ensureOpen();

@@ -123,6 +123,23 @@ describe('SQLite event log', () => {
     await log.close();
   });
 
+  it('appendAll with two parts on one stream writes them one after the other; a known-id retry among new parts is refused whole', async () => {
+    const log = openSqliteLog({ file: freshFile() });
+    const [a, b] = await log.appendAll([
+      { stream: 'ticket-1', events: [newEvent('ws')], expected: 'no_stream' },
+      { stream: 'ticket-1', events: [newEvent('ws'), newEvent('ws')], expected: 0 },
+    ]);
+    expect([a?.nextRevision, b?.nextRevision, b?.records.map((e) => e.revision)]).to.deep.equal([0, 2, [1, 2]]);
+    const known = (await log.readStream('ticket-1'))[0] as NewEvent;
+    const mixed = await log.appendAll([
+      { stream: 'other', events: [newEvent('ws')], expected: 'no_stream' },
+      { stream: 'ticket-1', events: [known], expected: 'any' },
+    ]).catch((e: unknown) => e);
+    expect(mixed).to.be.instanceOf(Error);
+    expect(await log.readStream('other')).to.deep.equal([]);
+    await log.close();
+  });
+
   it('appendAll retried with the same events gets the stored records, written once', async () => {
     const log = openSqliteLog({ file: freshFile() });
     const parts = [

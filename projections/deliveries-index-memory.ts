@@ -3,7 +3,7 @@
 // tests. Each subscription's deliveries are kept in listing order, so a page starts with a binary
 // search; filters are applied while scanning from there (a page with a rare filter scans further).
 import type { Delivery } from '../src/domain/delivery/delivery.js';
-import { indexChange, keyOf, listedBefore, type DeliveryIndex, type HistoryKey, type IndexCheckpoint, type IndexedDelivery } from './deliveries-index.js';
+import { indexChange, keyOf, listedBefore, noDeliveries, type DeliveryIndex, type HistoryKey, type IndexCheckpoint, type IndexedDelivery } from './deliveries-index.js';
 
 /** The first index of `keys` for which `holds` is false; it must hold for a prefix of them. */
 const partition = (keys: readonly HistoryKey[], holds: (key: HistoryKey) => boolean): number => {
@@ -28,9 +28,22 @@ export const createMemoryDeliveryIndex = (): DeliveryIndex => {
    */
   const bySubscription = new Map<string, HistoryKey[]>();
   let checkpoint: IndexCheckpoint = { position: 0, fannedOutThrough: 0 };
+  /** Per subscription and replay, its deliveries by status, kept as they change. */
+  const byReplay = new Map<string, ReturnType<typeof noDeliveries>>();
+  const replayKey = (subscriptionId: string, replayId: string): string => `${subscriptionId}/${replayId}`;
+
+  const countReplay = (delivery: Delivery | undefined, by: number): void => {
+    if (delivery === undefined || delivery.replayId === null) return;
+    const key = replayKey(delivery.subscriptionId, delivery.replayId);
+    const counts = byReplay.get(key) ?? noDeliveries();
+    byReplay.set(key, counts);
+    counts[delivery.status] += by;
+  };
 
   const put = (entry: IndexedDelivery): void => {
     const { delivery } = entry;
+    countReplay(byId.get(delivery.id)?.delivery, -1);
+    countReplay(delivery, 1);
     if (!byId.has(delivery.id)) {
       const keys = bySubscription.get(delivery.subscriptionId) ?? [];
       bySubscription.set(delivery.subscriptionId, keys);
@@ -44,7 +57,10 @@ export const createMemoryDeliveryIndex = (): DeliveryIndex => {
   };
 
   const forget = (subscriptionId: string): void => {
-    for (const key of bySubscription.get(subscriptionId) ?? []) byId.delete(key.id);
+    for (const key of bySubscription.get(subscriptionId) ?? []) {
+      countReplay(byId.get(key.id)?.delivery, -1);
+      byId.delete(key.id);
+    }
     bySubscription.delete(subscriptionId);
   };
 
@@ -71,6 +87,9 @@ export const createMemoryDeliveryIndex = (): DeliveryIndex => {
     async get(subscriptionId, deliveryId) {
       const entry = byId.get(deliveryId);
       return entry?.delivery.subscriptionId === subscriptionId ? { delivery: entry.delivery, position: checkpoint.position } : undefined;
+    },
+    async replayOutcomes(subscriptionId, replayId) {
+      return { ...(byReplay.get(replayKey(subscriptionId, replayId)) ?? noDeliveries()) };
     },
     async checkpoint() {
       return checkpoint;
@@ -100,8 +119,10 @@ export const createMemoryDeliveryIndex = (): DeliveryIndex => {
         for (; walked < keys.length && pruned < limit; walked++) {
           const key = keys[walked] as HistoryKey;
           if (key.createdAt >= before) break;
-          if (kept((byId.get(key.id) as IndexedDelivery).delivery)) stay.push(key);
+          const { delivery } = byId.get(key.id) as IndexedDelivery;
+          if (kept(delivery)) stay.push(key);
           else {
+            countReplay(delivery, -1);
             byId.delete(key.id);
             pruned++;
           }
@@ -117,6 +138,7 @@ export const createMemoryDeliveryIndex = (): DeliveryIndex => {
     async clear() {
       byId.clear();
       bySubscription.clear();
+      byReplay.clear();
       checkpoint = { position: 0, fannedOutThrough: 0 };
     },
     async close() {},

@@ -23,7 +23,7 @@ import type { Redis } from 'ioredis';
 import { ProjectionReset } from '../src/app/projection-runner.js';
 import { unpackSteps, type Delivery } from '../src/domain/delivery/delivery.js';
 import { createRedisClient, redisReady } from '../src/shared/redis.js';
-import { DELIVERY_INDEX_VERSION, indexChange, type DeliveryIndex, type HistoryQuery, type IndexCheckpoint, type IndexedDelivery } from './deliveries-index.js';
+import { DELIVERY_INDEX_VERSION, indexChange, noDeliveries, type DeliveryIndex, type HistoryQuery, type IndexCheckpoint, type IndexedDelivery } from './deliveries-index.js';
 import { batchedApplies, bindEpochLua, READ_MODEL_COMMAND_TIMEOUT_MS, readOf, unlinkTagged, type Scripted } from './redis-read-models.js';
 import type { ProjectedEvent } from './tickets-store.js';
 
@@ -48,6 +48,11 @@ local function drop(id)
   redis.call('SREM', waiting, id)
   redis.call('ZREM', ahead, id)
   redis.call('ZREM', settled, id)
+  if d.replayId and d.replayId ~= cjson.null then
+    local replay = prefix .. 'r:' .. d.subscriptionId .. ':' .. d.replayId
+    redis.call('SREM', replay .. ':st:' .. d.status, id)
+    redis.call('SREM', replay .. ':attempted', id)
+  end
   redis.call('HDEL', docs, id)
   redis.call('HDEL', ws, id)
   return 1
@@ -69,13 +74,21 @@ return out`,
 
   // ARGV: prefix, epoch, expected position, new position, new fan-out checkpoint, then per delivery:
   // id, subscription, workspace, status, stored status ('' when new), event type, event position,
-  // created_at, JSON. Returns 'reset', 'moved' (another writer got there first: nothing written) or 'ok'.
+  // created_at, replay id ('' for a live delivery), attempted ('1' or '0'), JSON. Returns 'reset',
+  // 'moved' (another writer got there first: nothing written) or 'ok'. A replay's deliveries are also
+  // in a set per status and one of those attempted, for its counts.
   historyApply: `
 if redis.call('GET', epoch) ~= ARGV[2] then return 'reset' end
 if (redis.call('HGET', meta, 'position') or '0') ~= ARGV[3] then return 'moved' end
 local fanned = ARGV[5]
-for i = 6, #ARGV, 9 do
-  local id, sub, workspace, status, was, etype, epos, created, json = unpack(ARGV, i, i + 8)
+for i = 6, #ARGV, 11 do
+  local id, sub, workspace, status, was, etype, epos, created, replay, attempted, json = unpack(ARGV, i, i + 10)
+  if replay ~= '' then
+    local base = prefix .. 'r:' .. sub .. ':' .. replay
+    if was ~= '' and was ~= status then redis.call('SREM', base .. ':st:' .. was, id) end
+    redis.call('SADD', base .. ':st:' .. status, id)
+    if attempted == '1' then redis.call('SADD', base .. ':attempted', id) end
+  end
   local all, bystatus, bytype, both = sets(sub, status, etype)
   if was ~= '' and was ~= status then
     local _, oldstatus, _, oldboth = sets(sub, was, etype)
@@ -244,7 +257,8 @@ export const createRedisDeliveryIndex = (options: RedisDeliveryIndexOptions): De
       const args = [epoch as string, position, String(last), String(fannedOutThrough)];
       for (const { delivery, workspaceId } of changed.values()) {
         const was = deleted.has(delivery.subscriptionId) ? '' : (stored.get(delivery.id)?.status ?? '');
-        args.push(delivery.id, delivery.subscriptionId, workspaceId, delivery.status, was, delivery.eventType, String(delivery.eventPosition), String(delivery.createdAt), JSON.stringify(delivery));
+        const attempted = delivery.history.length > 0 ? '1' : '0';
+        args.push(delivery.id, delivery.subscriptionId, workspaceId, delivery.status, was, delivery.eventType, String(delivery.eventPosition), String(delivery.createdAt), delivery.replayId ?? '', attempted, JSON.stringify(delivery));
       }
       const outcome = await write(() => client.historyApply(...keys, prefix, ...args));
       if (outcome === 'reset') throw lost();
@@ -276,6 +290,14 @@ export const createRedisDeliveryIndex = (options: RedisDeliveryIndexOptions): De
       if (json === null) return undefined;
       const delivery = JSON.parse(json) as Delivery;
       return delivery.subscriptionId === subscriptionId ? { delivery, position: Number(position ?? 0) } : undefined;
+    },
+    async replayOutcomes(subscriptionId, replayId) {
+      const replay = `${prefix}r:${subscriptionId}:${replayId}`;
+      const names = ['waiting', 'delivered', 'failed', 'cancelled'] as const;
+      const replies = await reach(() => names.reduce((multi, name) => multi.scard(`${replay}:st:${name}`), client.multi()).exec());
+      const counts = noDeliveries();
+      names.forEach((name, i) => (counts[name] = Number((replies as [unknown, number][])[i]?.[1] ?? 0)));
+      return counts;
     },
     async checkpoint() {
       // A runner (re)starting waits here for Redis rather than failing.

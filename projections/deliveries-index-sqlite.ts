@@ -18,11 +18,12 @@
 // this file is rebuilt from it (synchronous=NORMAL never leaves half a commit).
 import Database from 'better-sqlite3';
 import { ProjectionReset } from '../src/app/projection-runner.js';
-import type { Delivery } from '../src/domain/delivery/delivery.js';
+import type { Delivery, DeliveryStatus } from '../src/domain/delivery/delivery.js';
 import { batchedWrites } from './sqlite-batched-writes.js';
 import {
   DELIVERY_INDEX_VERSION,
   indexChange,
+  noDeliveries,
   type DeliveryHistoryReader,
   type DeliveryIndex,
   type HistoryQuery,
@@ -55,6 +56,7 @@ CREATE TABLE deliveries (
   event_type TEXT NOT NULL,
   event_position INTEGER NOT NULL,
   created_at INTEGER NOT NULL,
+  replay TEXT,
   json TEXT NOT NULL
 );
 CREATE INDEX d_sub ON deliveries (sub, created_at, id);
@@ -64,6 +66,7 @@ CREATE INDEX d_sub_status_type ON deliveries (sub, status, event_type, created_a
 CREATE INDEX d_created ON deliveries (created_at);
 CREATE INDEX d_waiting ON deliveries (status) WHERE status = 'waiting';
 CREATE INDEX d_event_position ON deliveries (event_position);
+CREATE INDEX d_replay ON deliveries (replay, status) WHERE replay IS NOT NULL;
 `;
 
 /** The file cannot be used as the index (another application's database, or not a database). */
@@ -137,6 +140,15 @@ const historyReads = (db: Database.Database): Omit<DeliveryHistoryReader, 'close
       });
       return read.deferred();
     },
+    async replayOutcomes(subscriptionId, replayId) {
+      const counts = noDeliveries();
+      const rows = prepared('SELECT status, count(*) AS n FROM deliveries INDEXED BY d_replay WHERE replay = ? AND sub = ? GROUP BY status').all(replayId, subscriptionId) as {
+        status: DeliveryStatus;
+        n: number;
+      }[];
+      for (const { status, n } of rows) counts[status] = n;
+      return counts;
+    },
   };
 };
 
@@ -166,7 +178,7 @@ export const openSqliteDeliveryIndex = (options: { readonly file: string; readon
   const reads = historyReads(db);
   const select = db.prepare('SELECT json FROM deliveries WHERE id = ?').pluck();
   const upsert = db.prepare(
-    `INSERT INTO deliveries (id, sub, workspace, status, event_type, event_position, created_at, json) VALUES (@id, @sub, @workspace, @status, @eventType, @eventPosition, @createdAt, @json)
+    `INSERT INTO deliveries (id, sub, workspace, status, event_type, event_position, created_at, replay, json) VALUES (@id, @sub, @workspace, @status, @eventType, @eventPosition, @createdAt, @replay, @json)
      ON CONFLICT (id) DO UPDATE SET status = excluded.status, json = excluded.json`,
   );
   const forget = db.prepare('DELETE FROM deliveries WHERE sub = ?');
@@ -190,6 +202,7 @@ export const openSqliteDeliveryIndex = (options: { readonly file: string; readon
       eventType: delivery.eventType,
       eventPosition: delivery.eventPosition,
       createdAt: delivery.createdAt,
+      replay: delivery.replayId,
       json: JSON.stringify(delivery),
     });
   };
@@ -236,6 +249,10 @@ export const openSqliteDeliveryIndex = (options: { readonly file: string; readon
     get(subscriptionId, deliveryId) {
       flushed();
       return reads.get(subscriptionId, deliveryId);
+    },
+    replayOutcomes(subscriptionId, replayId) {
+      flushed();
+      return reads.replayOutcomes(subscriptionId, replayId);
     },
     async checkpoint() {
       return checkpoint;

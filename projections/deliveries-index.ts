@@ -12,7 +12,7 @@ import { DELIVERY_RECORDED } from '../src/domain/delivery/delivery.js';
 import type { ProjectedEvent } from './tickets-store.js';
 
 /** Bumped whenever what the index keeps or how it evolves changes: a store of another version is rebuilt from the log. */
-export const DELIVERY_INDEX_VERSION = 1;
+export const DELIVERY_INDEX_VERSION = 2;
 
 /** The events the index applies. */
 export const DELIVERY_INDEX_TYPES: readonly string[] = [DELIVERY_RECORDED, SUBSCRIPTION_EVENTS.deleted];
@@ -47,6 +47,10 @@ export interface HistoryPage {
   readonly next: HistoryKey | null;
 }
 
+export type StatusCounts = Readonly<Record<DeliveryStatus, number>>;
+
+export const noDeliveries = (): Record<DeliveryStatus, number> => ({ waiting: 0, delivered: 0, failed: 0, cancelled: 0 });
+
 export interface DeliveryAsOf {
   readonly delivery: Delivery;
   readonly position: number;
@@ -59,6 +63,8 @@ export interface DeliveryHistoryReader {
    * index had applied when it was read: the records after it may have changed it since.
    */
   get(subscriptionId: string, deliveryId: string): Promise<DeliveryAsOf | undefined>;
+  /** How many of a replay's deliveries are in each status (those past retention no longer count). */
+  replayOutcomes(subscriptionId: string, replayId: string): Promise<StatusCounts>;
   close(): Promise<void>;
 }
 

@@ -24,6 +24,7 @@ import { openSqliteLog } from '../log/sqlite.js';
 import { feedPublisherFeature } from '../updates/feature.js';
 import { webhooksWithDelivery, webhooksWithDeliveryFeature } from '../webhooks/dispatch/feature.js';
 import { createRedisRetrySchedule } from '../webhooks/dispatch/retry-schedule/redis.js';
+import { createRedisReplayLeases } from '../webhooks/dispatch/replay-leases-redis.js';
 import { deliveryHistoryFrom, historyFromIndexFile, historyInMemory, historyInRedis } from '../webhooks/dispatch/history.js';
 import { sharedHistory } from '../webhooks/dispatch/shared-history.js';
 import { createDispatcherThread } from '../webhooks/dispatch/thread.js';
@@ -60,6 +61,8 @@ export const openDispatcherLog = (config: Config, clock: MicrosClock): Promise<E
 
 // A claim outlives one attempt (at most the timeout) and its recording; then another dispatcher takes it.
 const CLAIM_LEASE_MARGIN_MS = 5_000;
+/** How long a replay stays with a dispatcher that stopped renewing its lease (died) before another continues it. */
+const REPLAY_LEASE_MS = 10_000;
 
 const brokersOf = (config: Config): readonly string[] => {
   if (config.kafkaBrokers === null) throw new ConfigError('KAFKA_BROKERS', `required for ROLE=${config.role}`);
@@ -102,7 +105,8 @@ const dispatcherFeatures = (core: Core): Feature[] => {
   // A claim outlives one attempt (its send timeout, then recording), so only a dead dispatcher's claims expire.
   const shared = createRedisRetrySchedule({ url: config.redisUrl, leaseMs: 2 * config.webhooks.timeoutMs + CLAIM_LEASE_MARGIN_MS });
   const history = sharedHistory(core, config.redisUrl);
-  return [history.feature, webhooksWithDelivery(createKafkaSource(bus, history.restore), shared, history.records)(core), healthFeature(core)];
+  const leases = createRedisReplayLeases({ url: config.redisUrl, ttlMs: REPLAY_LEASE_MS });
+  return [history.feature, webhooksWithDelivery(createKafkaSource(bus, history.restore), shared, history.records, leases)(core), healthFeature(core)];
 };
 
 /**

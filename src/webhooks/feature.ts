@@ -25,7 +25,7 @@ export type WebhookExtension = (core: Core, parts: WebhookParts) => Omit<Feature
 
 const SURFACES = ['api', 'admin', 'internal', 'signed', 'open'] as const;
 
-const mergeRoutes = (modules: readonly (RouteModule | undefined)[]): RouteModule => ({
+export const mergeRoutes = (modules: readonly (RouteModule | undefined)[]): RouteModule => ({
   ...(Object.fromEntries(SURFACES.map((surface) => [surface, (router: ApiRouter) => modules.forEach((m) => m?.[surface]?.(router))])) as RouteModule),
   operations: modules.flatMap((m) => m?.operations ?? []),
 });

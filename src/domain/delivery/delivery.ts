@@ -40,6 +40,8 @@ export interface Delivery {
   readonly eventType: string;
   /** Log position of the event delivered: its body is re-derived from it after a restart. */
   readonly eventPosition: number;
+  /** The replay that sent the event again (src/domain/replay), null for the live delivery. */
+  readonly replayId: string | null;
   readonly createdAt: number;
   readonly status: DeliveryStatus;
   /** 1 for the automatic schedule; each manual retry starts a new round of attempts 1..6. */
@@ -68,6 +70,7 @@ export type DeliveryCommand =
       readonly eventPosition: number;
       /** Every event at or below this position has had its deliveries recorded (the derived fan-out checkpoint). */
       readonly fannedOutThrough: number;
+      readonly replayId?: string;
       readonly at: number;
     }
   | { readonly kind: 'record_attempt'; readonly attempt: number; readonly outcome: AttemptOutcome; readonly at: number; readonly retryDelaysMs: readonly number[] }
@@ -95,6 +98,7 @@ const evolve: Aggregate<State, DeliveryCommand>['evolve'] = (state, { type, data
       eventId: String(data['event_id']),
       eventType: String(data['event_type']),
       eventPosition: num(data, 'event_position'),
+      replayId: nullable(data['replay_id'], String),
       createdAt: num(data, 'scheduled_at'),
       status: 'waiting',
       round: 1,
@@ -145,6 +149,8 @@ const decide: Aggregate<State, DeliveryCommand>['decide'] = (command, state) => 
           event_type: command.eventType,
           event_position: command.eventPosition,
           fanned_out_through: command.fannedOutThrough,
+          // Only on replayed deliveries: the live records keep their shape.
+          ...(command.replayId === undefined ? {} : { replay_id: command.replayId }),
           scheduled_at: command.at,
         },
       },

@@ -8,7 +8,7 @@
 // owner moves an entry (put); a dispatcher announcing a delivery it does not own offers it.
 import type { Decided } from '../../domain/aggregate.js';
 import { deliveryAggregate, foldDeliveries, type Delivery, type DeliveryCommand } from '../../domain/delivery/delivery.js';
-import { deliveryIdOf, deliveryStream } from '../../domain/delivery/ids.js';
+import { deliveryIdOf, deliveryStream, replayDeliveryIdOf } from '../../domain/delivery/ids.js';
 import { isPublicEventType } from '../../domain/event-types.js';
 import { evolveSubscription, initialSubscription, subscriptionStream } from '../../domain/subscription/subscription.js';
 import type { MicrosClock } from '../../log/clock.js';
@@ -21,6 +21,7 @@ import { bodyAtPosition, envelopeBytes } from './bodies.js';
 import { createPump } from './pump.js';
 import { createRecorder } from './recorder.js';
 import { readDeliveryHistory } from './restore.js';
+import { deleteSubscriptionHistory } from './subscription-history.js';
 import type { DueAttempt, RetrySchedule, SharedRetrySchedule } from './retry-schedule.js';
 import { createWaitingDeliveries, type WaitingView } from './waiting.js';
 
@@ -94,6 +95,16 @@ export interface Dispatcher {
   subscriptionDeleted(subscriptionId: string): Promise<void>;
   /** Takes up a manual retry another process recorded in the log (round `round`); idempotent by delivery id and round. */
   retryRequested(subscriptionId: string, deliveryId: string, round: number): Promise<void>;
+  /**
+   * Records the delivery of `event` again to a subscription, under the replay's own delivery id, and
+   * queues its first attempt behind what is due already. Resolves once it is durable. The caller
+   * knows what the replay scheduled before (a restart): it is not asked twice.
+   */
+  replay(event: RecordedEvent, subscription: SubscriptionRow, replayId: string): Promise<void>;
+  /** How many replayed deliveries may enter the schedule now: none while live work fills half the slots. */
+  replayRoom(): number;
+  /** The replay's deliveries not attempted yet, as the subscription's stream has them. */
+  replayBacklog(subscriptionId: string, replayId: string): Promise<number>;
   start(): void;
   stop(): Promise<void>;
 }
@@ -363,6 +374,24 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
   };
   if (shared !== null) shared.onLost(() => reseed(shared));
 
+  /**
+   * Records a new delivery and queues its first attempt, due now. `durable`: resolves only once the
+   * record is in the log, even when the attempt may go out first.
+   */
+  const scheduleNew = async (event: RecordedEvent, body: Buffer, command: Extract<DeliveryCommand, { kind: 'schedule' }>, durable = false): Promise<void> => {
+    const events = decided(command, null);
+    const p: Pending = { delivery: fold(null, events), workspaceId: event.workspaceId, body, inFlight: false };
+    track(p);
+    if (shared || durable) {
+      // Whoever claims the first attempt reads the delivery from the log: it must be there first.
+      await record(event.workspaceId, command.subscriptionId, events);
+      await enqueue(p, command.at);
+    } else {
+      // The first attempt may go out before the record is durable: a crash then repeats it, never loses it.
+      await Promise.all([enqueue(p, command.at), record(event.workspaceId, command.subscriptionId, events)]);
+    }
+  };
+
   const dispatcher: Dispatcher = {
     async fanOut(event, fannedOutThrough = 0) {
       if (event.offset === null || !isPublicEventType(event.type)) return;
@@ -376,22 +405,26 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
         targets.map(async (subscription) => {
           const deliveryId = deliveryIdOf(event.id, subscription.id);
           if (pending.has(deliveryId) || known.delete(deliveryId) || (await records.recorded?.(subscription.id, deliveryId))) return;
-          const events = decided(
-            { kind: 'schedule', deliveryId, subscriptionId: subscription.id, eventId: event.id, eventType: event.type, eventPosition: event.position, fannedOutThrough, at },
-            null,
-          );
-          const p: Pending = { delivery: fold(null, events), workspaceId: event.workspaceId, body, inFlight: false };
-          track(p);
-          if (shared) {
-            // Whoever claims the first attempt reads the delivery from the log: it must be there first.
-            await record(event.workspaceId, subscription.id, events);
-            await enqueue(p, at);
-          } else {
-            // The first attempt may go out before the record is durable: a crash then repeats it, never loses it.
-            await Promise.all([enqueue(p, at), record(event.workspaceId, subscription.id, events)]);
-          }
+          await scheduleNew(event, body, { kind: 'schedule', deliveryId, subscriptionId: subscription.id, eventId: event.id, eventType: event.type, eventPosition: event.position, fannedOutThrough, at });
         }),
       );
+    },
+
+    async replay(event, subscription, replayId) {
+      const deliveryId = replayDeliveryIdOf(event.id, subscription.id, replayId);
+      if (pending.has(deliveryId)) return;
+      const command = { kind: 'schedule', deliveryId, subscriptionId: subscription.id, eventId: event.id, eventType: event.type, eventPosition: event.position, fannedOutThrough: 0, replayId, at: clock() } as const;
+      // The body bytes of the live delivery: the same function of the same record.
+      await scheduleNew(event, envelopeBytes(event), command, true);
+    },
+
+    replayRoom: () => Math.max(0, Math.floor(deps.maxInFlight / 2) - pump.load()),
+
+    async replayBacklog(subscriptionId, replayId) {
+      const { deliveries } = await waiting.read(subscriptionId);
+      let backlog = 0;
+      for (const d of deliveries.values()) if (d.replayId === replayId && d.round === 1 && d.attempt === 0) backlog++;
+      return backlog;
     },
 
     async resume(restored, fannedOutThrough) {
@@ -401,7 +434,8 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
           gone.add(delivery.subscriptionId);
           continue;
         }
-        if (delivery.eventPosition > fannedOutThrough) known.add(delivery.id);
+        // Only live deliveries come back through a replayed fan-out.
+        if (delivery.eventPosition > fannedOutThrough && delivery.replayId === null) known.add(delivery.id);
         if (delivery.status !== 'waiting' || delivery.nextAttemptAt === null) continue;
         // Through the schedule, never straight to an attempt: a shared one takes the offers of every
         // starting dispatcher as one entry, and hands each attempt to one of them. Offered, not put:
@@ -411,7 +445,7 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
         await enqueue(p, delivery.nextAttemptAt, 'offer');
       }
       // History left behind by a deletion that happened while the dispatcher was not looking.
-      for (const subscriptionId of gone) await log.deleteStream(deliveryStream(subscriptionId));
+      for (const subscriptionId of gone) await deleteSubscriptionHistory(log, subscriptionId);
     },
 
     async subscriptionDeactivated(subscriptionId, position) {
@@ -433,7 +467,7 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
         await schedule.remove(id);
       }
       waiting.forget(subscriptionId);
-      await log.deleteStream(deliveryStream(subscriptionId));
+      await deleteSubscriptionHistory(log, subscriptionId);
     },
 
     async retryRequested(subscriptionId, deliveryId, round) {

@@ -3,7 +3,8 @@
 // it in a worker thread, src/webhooks/dispatch/thread.ts), the Kafka consumer group in the dispatcher
 // role. Its retry schedule is in memory unless a schedule shared by several dispatchers is given
 // (Redis, in the dispatcher role when REDIS_URL is set). No routes: the delivery history and manual
-// retry are served by the API servers (src/webhooks/dispatch/history.ts).
+// retry are served by the API servers (src/webhooks/dispatch/history.ts). It also drives the history
+// replays the API records (replay-runner.ts), leased to one dispatcher at a time (Redis when shared).
 import type { Core, FeatureFactory } from '../../app/core.js';
 import { createWebhooksFeature, type WebhookExtension } from '../feature.js';
 import { runSubscriptionCommand } from '../subscriptions.js';
@@ -11,11 +12,13 @@ import { createDispatcher, type DeliveryRecords } from './dispatcher.js';
 import { createLogTail, type LogTail, type LogTailOptions } from './log-tail.js';
 import type { SharedRetrySchedule } from './retry-schedule.js';
 import { createMemoryRetrySchedule } from './retry-schedule/memory.js';
+import { createMemoryReplayLeases, type ReplayLeases } from './replay-leases.js';
+import { createReplayRunner } from './replay-runner.js';
 
 /** Where the dispatcher's events come from: anything that feeds dispatcher.fanOut in log order per workspace. */
 export type EventSource = (options: LogTailOptions) => LogTail;
 
-export const webhookDispatchFrom = (source: EventSource, shared?: SharedRetrySchedule, records?: DeliveryRecords): WebhookExtension => (core: Core, { directory, sender }) => {
+export const webhookDispatchFrom = (source: EventSource, shared?: SharedRetrySchedule, records?: DeliveryRecords, leases: ReplayLeases = createMemoryReplayLeases()): WebhookExtension => (core: Core, { directory, sender }) => {
   const { webhooks } = core.config;
   const dispatcher = createDispatcher({
     log: core.log,
@@ -37,6 +40,7 @@ export const webhookDispatchFrom = (source: EventSource, shared?: SharedRetrySch
     },
   });
   const tail = source({ log: core.log, subscriptions: directory, dispatcher });
+  const replays = createReplayRunner({ log: core.log, subscriptions: directory, dispatcher, leases, clock: core.clock });
   // The directory applies the deletion marker before the subscription's stream goes: its history goes too.
   directory.onDeleted((row) => {
     dispatcher.subscriptionDeleted(row.id).catch((error: unknown) => console.error(`webhook ${row.id}: deleting its delivery history:`, error));
@@ -46,10 +50,13 @@ export const webhookDispatchFrom = (source: EventSource, shared?: SharedRetrySch
       await shared?.ready();
       await tail.start();
       dispatcher.start();
+      await replays.start();
     },
     async stop() {
+      await replays.stop();
       await tail.stop();
       await dispatcher.stop();
+      await leases.close();
       await shared?.close();
     },
   };
@@ -57,9 +64,9 @@ export const webhookDispatchFrom = (source: EventSource, shared?: SharedRetrySch
 
 /** The webhooks feature with its delivery engine fed by `source` (default: a tail of the log). */
 export const webhooksWithDelivery =
-  (source: EventSource = createLogTail, shared?: SharedRetrySchedule, records?: DeliveryRecords): FeatureFactory =>
+  (source: EventSource = createLogTail, shared?: SharedRetrySchedule, records?: DeliveryRecords, leases?: ReplayLeases): FeatureFactory =>
   (core) =>
-    createWebhooksFeature(core, [webhookDispatchFrom(source, shared, records)]);
+    createWebhooksFeature(core, [webhookDispatchFrom(source, shared, records, leases)]);
 
 /**
  * The webhooks feature with delivery, the one line for FEATURES in src/service.ts: the roles whose

@@ -11,7 +11,7 @@ import { unavailable } from '../../http/api-error.js';
 import type { Core } from '../../app/core.js';
 import type { MicrosClock } from '../../log/clock.js';
 import type { EventLog } from '../../log/event-log.js';
-import type { WebhookExtension } from '../feature.js';
+import { mergeRoutes, type WebhookExtension } from '../feature.js';
 import type { DeliveryHistoryReader } from '../../../projections/deliveries-index.js';
 import { StoreUnavailable } from '../../../projections/tickets-store.js';
 import { createMemoryDeliveryIndex } from '../../../projections/deliveries-index-memory.js';
@@ -19,6 +19,8 @@ import { openRedisDeliveryIndex } from '../../../projections/deliveries-index-re
 import { DELIVERY_HISTORY_FILE, openSqliteDeliveryHistory } from '../../../projections/deliveries-index-sqlite.js';
 import { deliveryNow } from './delivery-now.js';
 import { createHistoryIndexer } from './history-index.js';
+import { deleteSubscriptionHistory } from './subscription-history.js';
+import { replayRoutes } from './replay-routes.js';
 import { deliveryRoutes, type RetryDelivery } from './routes.js';
 
 /**
@@ -79,6 +81,7 @@ const answering503 = (reader: DeliveryHistoryReader): DeliveryHistoryReader => {
   return {
     page: (query) => reader.page(query).catch(refuse),
     get: (subscriptionId, deliveryId) => reader.get(subscriptionId, deliveryId).catch(refuse),
+    replayOutcomes: (subscriptionId, replayId) => reader.replayOutcomes(subscriptionId, replayId).catch(refuse),
     close: () => reader.close(),
   };
 };
@@ -102,12 +105,15 @@ export const deliveryHistoryFrom =
   (source: (core: Core) => HistorySource): WebhookExtension =>
   (core, { directory }) => {
     directory.onDeleted((row) => {
-      core.log.deleteStream(deliveryStream(row.id)).catch((error: unknown) => console.error(`webhook ${row.id}: deleting its delivery history:`, error));
+      deleteSubscriptionHistory(core.log, row.id).catch((error: unknown) => console.error(`webhook ${row.id}: deleting its delivery history:`, error));
       history.forget?.(row.id).catch((error: unknown) => console.error(`webhook ${row.id}: dropping its delivery history from the index:`, error));
     });
     const history = source(core);
     return {
-      routes: deliveryRoutes({ history: history.reader, subscriptions: directory, retry: recordRetryRequest(history.reader, core.log, core.clock) }),
+      routes: mergeRoutes([
+        deliveryRoutes({ history: history.reader, subscriptions: directory, retry: recordRetryRequest(history.reader, core.log, core.clock) }),
+        replayRoutes(core, { history: history.reader, subscriptions: directory }),
+      ]),
       start: history.start,
       stop: history.stop,
     };

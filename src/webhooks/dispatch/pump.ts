@@ -24,6 +24,8 @@ export interface Pump {
   /** Takes what is due now and from then on. */
   start(): void;
   kick(): void;
+  /** Attempts in flight now. */
+  load(): number;
   /** Takes nothing more; resolves once the attempts in flight have settled. */
   stop(): Promise<void>;
 }
@@ -146,6 +148,7 @@ export const createPump = (options: PumpOptions): Pump => {
       kick();
     },
     kick,
+    load: () => running.size,
     async stop() {
       stopped = true;
       if (timer !== null) clearTimeout(timer);

@@ -20,7 +20,7 @@ import type { SubscriptionDirectory, SubscriptionRow } from '../subscriptions.js
 const ISO = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,6}))?(Z|[+-]\d\d:\d\d)?$/;
 
 /** An ISO 8601 instant to µs since the epoch (microseconds kept); without an offset it is UTC, as the API writes its own. */
-const instant = describedAs(
+export const instant = describedAs(
   new t.Type<number, number, unknown>(
   'ISO 8601 timestamp',
   (u): u is number => typeof u === 'number',
@@ -72,6 +72,8 @@ const DeliveryView = t.type({
   id: t.string,
   event_id: t.string,
   event_type: t.string,
+  /** The replay that sent it (null: the live delivery). */
+  replay_id: nullableStr,
   status: Status,
   round: t.number,
   attempt: t.number,
@@ -104,6 +106,7 @@ export const deliveryView = (d: Delivery): t.TypeOf<typeof DeliveryView> => ({
   id: d.id,
   event_id: d.eventId,
   event_type: d.eventType,
+  replay_id: d.replayId,
   status: d.status,
   round: d.round,
   attempt: d.attempt,
@@ -124,12 +127,15 @@ export const deliveryView = (d: Delivery): t.TypeOf<typeof DeliveryView> => ({
 export type RetryDelivery = (subscription: SubscriptionRow, deliveryId: string) => Promise<Either<DomainError, Delivery> | null>;
 
 /** `retry`: a request recorded in the log for the dispatchers (history.ts). */
+/** The subscription of the path's :webhookId in the caller's workspace; 404 for any other. */
+export const webhookOfPath = (subscriptions: SubscriptionDirectory, ctx: ApiContext): SubscriptionRow => {
+  const row = subscriptions.get(ctx.state.workspace.id, String(ctx.params['webhookId']));
+  if (row === undefined) throw notFound('Webhook');
+  return row;
+};
+
 export const deliveryRoutes = (deps: { history: DeliveryHistoryReader; subscriptions: SubscriptionDirectory; retry: RetryDelivery }): RouteModule => {
-  const subscriptionOf = (ctx: ApiContext): SubscriptionRow => {
-    const row = deps.subscriptions.get(ctx.state.workspace.id, String(ctx.params['webhookId']));
-    if (row === undefined) throw notFound('Webhook');
-    return row;
-  };
+  const subscriptionOf = (ctx: ApiContext): SubscriptionRow => webhookOfPath(deps.subscriptions, ctx);
 
   return {
     operations,

@@ -1,0 +1,114 @@
+// Drives one replay (src/domain/replay/replay.ts) on the dispatcher that holds its lease: reads the
+// workspace's public events from the cursor in offset order, a page at a time, and schedules a
+// delivery of each matching one under the replay's own delivery id. Paced behind live work: a page
+// is read only while the replay's deliveries not yet attempted are fewer than WINDOW and live
+// attempts leave room (dispatcher.replayRoom), and its deliveries are due now, so they queue behind
+// every attempt already due. The cursor and the counts are recorded in the replay's stream (at most
+// every PROGRESS_EVERY_MS), so a restart continues from there; what was scheduled after the last
+// record is found in the delivery stream and not scheduled twice.
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Decided } from '../../domain/aggregate.js';
+import { foldDeliveries } from '../../domain/delivery/delivery.js';
+import { deliveryStream, replayDeliveryIdOf } from '../../domain/delivery/ids.js';
+import { foldReplays, replayAggregate, replayEventId, replayStream, type Replay, type ReplayCommand } from '../../domain/replay/replay.js';
+import { evolveSubscription, initialSubscription, subscriptionStream } from '../../domain/subscription/subscription.js';
+import type { MicrosClock } from '../../log/clock.js';
+import type { EventLog, RecordedEvent } from '../../log/event-log.js';
+import type { SubscriptionDirectory } from '../subscriptions.js';
+import type { Dispatcher } from './dispatcher.js';
+
+/** A replay's deliveries scheduled and not attempted yet, at most. */
+export const REPLAY_WINDOW = 32;
+/** How long a paced replay waits before looking at the room again. */
+const PACE_MS = 20;
+const PROGRESS_EVERY_MS = 250;
+
+export interface ReplayDriverDeps {
+  readonly log: EventLog;
+  readonly subscriptions: SubscriptionDirectory;
+  readonly dispatcher: Pick<Dispatcher, 'replay' | 'replayRoom' | 'replayBacklog'>;
+  readonly clock: MicrosClock;
+  /** Whether this dispatcher still holds the replay's lease (renewing it). */
+  readonly keep: () => Promise<boolean>;
+  /** The dispatcher is stopping. */
+  readonly stopped: () => boolean;
+}
+
+/** `finished`: completed, cancelled or its subscription gone; `interrupted`: stopped or the lease lost, another driver continues. */
+export type DriveOutcome = 'finished' | 'interrupted';
+
+export const driveReplay = async (deps: ReplayDriverDeps, workspaceId: string, replay: Replay): Promise<DriveOutcome> => {
+  const { log, subscriptions, dispatcher, clock } = deps;
+  const subscriptionId = replay.subscriptionId;
+  const stream = replayStream(subscriptionId);
+
+  /** The log decides: a directory in another thread or process may not have seen the deletion yet. */
+  const subscriptionGone = async (): Promise<boolean> => {
+    const state = (await log.readStream(subscriptionStream(subscriptionId))).reduce(evolveSubscription, initialSubscription);
+    return !state.exists || state.deleted;
+  };
+
+  /** Records a replay step, never leaving a replay stream behind a deleted subscription. */
+  const record = async (command: ReplayCommand): Promise<void> => {
+    const state = foldReplays(await log.readStream(stream));
+    const decided = replayAggregate.decide(command, state);
+    if (decided._tag === 'Left') throw new Error(`replay ${replay.id}: ${decided.left.message}`);
+    const steps: readonly Decided[] = decided.right;
+    if (steps.length === 0) return;
+    await log.append(stream, steps.map((step) => ({ id: replayEventId(step), type: step.type, workspaceId, data: step.data })), 'any');
+    if (await subscriptionGone()) await log.deleteStream(stream);
+  };
+
+  // What this replay scheduled before (a driver that stopped after its last progress record), and
+  // the events whose live delivery ended failed (only_failed).
+  const scheduled = new Set<string>();
+  const failedEvents = new Set<string>();
+  for (const d of foldDeliveries(await log.readStream(deliveryStream(subscriptionId))).values()) {
+    if (d.replayId === replay.id) scheduled.add(d.id);
+    else if (d.replayId === null && d.status === 'failed') failedEvents.add(d.eventId);
+  }
+
+  let { cursor, matched, sent } = replay;
+  let recordedCursor = cursor;
+  let recordedAt = Date.now();
+  const types = replay.types.length === 0 ? {} : { types: replay.types };
+  for (;;) {
+    if (deps.stopped() || !(await deps.keep())) return 'interrupted';
+    const row = subscriptions.get(workspaceId, subscriptionId);
+    if (row === undefined || (await subscriptionGone())) return 'finished';
+    if (!row.isActive) {
+      await record({ kind: 'cancel', replayId: replay.id, reason: 'subscription_inactive', at: clock() });
+      return 'finished';
+    }
+    const room = Math.min(REPLAY_WINDOW - (await dispatcher.replayBacklog(subscriptionId, replay.id)), dispatcher.replayRoom());
+    if (room <= 0) {
+      await sleep(PACE_MS);
+      continue;
+    }
+    const page = await log.readFeed({ workspaceId, fromOffset: cursor + 1, limit: room, ...types });
+    let done = page.length < room;
+    const due: RecordedEvent[] = [];
+    for (const event of page) {
+      const offset = event.offset as number;
+      if (event.position > replay.throughPosition || (replay.until !== null && offset > replay.until)) {
+        done = true;
+        break;
+      }
+      cursor = offset;
+      if (replay.onlyFailed && !failedEvents.has(event.id)) continue;
+      matched++;
+      sent++;
+      if (!scheduled.has(replayDeliveryIdOf(event.id, subscriptionId, replay.id))) due.push(event);
+    }
+    await Promise.all(due.map((event) => dispatcher.replay(event, row, replay.id)));
+    if (cursor > recordedCursor && (done || Date.now() - recordedAt >= PROGRESS_EVERY_MS)) {
+      await record({ kind: 'progress', replayId: replay.id, cursor, matched, sent });
+      recordedCursor = cursor;
+      recordedAt = Date.now();
+    }
+    if (done) {
+      await record({ kind: 'complete', replayId: replay.id, at: clock() });
+      return 'finished';
+    }
+  }
+};

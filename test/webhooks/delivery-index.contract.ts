@@ -44,7 +44,7 @@ const deliveryLog = () => {
       const packed = packSteps(steps);
       return event(deliveryStream(subscriptionId), packed.type, packed.data);
     },
-    schedule: (subscriptionId: string, id: string, options: { eventType?: string; at?: number; eventPosition?: number; fannedOutThrough?: number } = {}) =>
+    schedule: (subscriptionId: string, id: string, options: { eventType?: string; at?: number; eventPosition?: number; fannedOutThrough?: number; replayId?: string } = {}) =>
       decide(id, {
         kind: 'schedule',
         deliveryId: id,
@@ -53,6 +53,7 @@ const deliveryLog = () => {
         eventType: options.eventType ?? 'ticket.created',
         eventPosition: options.eventPosition ?? 1,
         fannedOutThrough: options.fannedOutThrough ?? 0,
+        ...(options.replayId === undefined ? {} : { replayId: options.replayId }),
         at: options.at ?? T0,
       }),
     /** One attempt: delivered, failed for good (no retry left), or failed with a retry due. */
@@ -234,6 +235,25 @@ export const deliveryIndexContract = (name: string, factory: () => Promise<Deliv
       // A later step of a pruned delivery (a retry from the log) does not bring back half a delivery.
       await apply([log.record('s1', log.retry('old1'))]);
       expect(await fixture.index.get('s1', 'old1')).to.equal(undefined);
+    });
+
+    it("counts a replay's deliveries by status as they change, apart from the live ones and other subscriptions'", async () => {
+      const log = deliveryLog();
+      await apply([
+        log.record('s1', [...log.schedule('s1', 'live', { eventPosition: 3 }), ...log.attempt('live', 'failed')]),
+        log.record('s1', [...log.schedule('s1', 'r1', { replayId: 'R' }), ...log.schedule('s1', 'r2', { replayId: 'R' }), ...log.schedule('s1', 'r3', { replayId: 'R' })]),
+        log.record('s1', [...log.attempt('r1', 'delivered'), ...log.attempt('r2', 'failed')]),
+        log.record('s1', log.schedule('s1', 'other-replay', { replayId: 'Q' })),
+      ]);
+      expect(await fixture.index.replayOutcomes('s1', 'R')).to.deep.equal({ waiting: 1, delivered: 1, failed: 1, cancelled: 0 });
+      expect((await fixture.index.get('s1', 'r1'))?.delivery.replayId).to.equal('R');
+      expect((await fixture.index.get('s1', 'live'))?.delivery.replayId).to.equal(null);
+      // A manual retry of the failed one moves it back to waiting; then it is delivered.
+      await apply([log.record('s1', log.retry('r2')), log.record('s1', log.attempt('r2', 'delivered'))]);
+      expect(await fixture.index.replayOutcomes('s1', 'R')).to.deep.equal({ waiting: 1, delivered: 2, failed: 0, cancelled: 0 });
+      expect(await fixture.index.replayOutcomes('s2', 'R')).to.deep.equal({ waiting: 0, delivered: 0, failed: 0, cancelled: 0 });
+      await apply([log.deleted('s1')]);
+      expect(await fixture.index.replayOutcomes('s1', 'R')).to.deep.equal({ waiting: 0, delivered: 0, failed: 0, cancelled: 0 });
     });
 
     it("forgets a deleted subscription's history, and everything on clear", async () => {

@@ -22,12 +22,12 @@ const PACED_EVENTS_PER_S = PACED_DELIVERIES_PER_S / SUBSCRIPTIONS;
 const PACED_SECONDS = 5;
 const RECEIVER_ROLE = 'WEBHOOK_BENCH_RECEIVER';
 
-const percentile = (sorted: readonly number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
+export const percentile = (sorted: readonly number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
 export const round = (n: number, digits = 1) => Number(n.toFixed(digits));
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Milliseconds since the epoch with sub-millisecond precision, comparable across processes. */
-const nowMs = () => performance.timeOrigin + performance.now();
+export const nowMs = () => performance.timeOrigin + performance.now();
 
 type ToReceiver = { readonly until: number } | { readonly arrivals: true };
 type FromReceiver = { readonly port: number } | { readonly reached: number } | { readonly arrivals: [string, number][] };

@@ -12,7 +12,7 @@ import { runProcess } from '../support/run-process.js';
 import { startListen } from '../support/listen-process.js';
 import { startReceiver } from '../support/receiver.js';
 import { ADMIN_TOKEN, startTestService, type TestService, type TestWorkspace } from '../support/server.js';
-import { eventually, subscribe } from '../support/webhooks-dispatch.js';
+import { emit, eventually, subscribe } from '../support/webhooks-dispatch.js';
 
 const REPO = process.cwd();
 const EXAMPLES = path.join(REPO, 'examples');
@@ -62,7 +62,7 @@ describe('README examples (e2e)', function () {
 
   it('README quotes every file of examples/ verbatim', () => {
     const readme = readFileSync(path.join(REPO, 'README.md'), 'utf8');
-    expect(examples).to.include.members(['first-ticket.sh', 'receive-webhook.ts', 'receive-standard-webhook.ts', 'poll-updates.ts', 'upload.sh', 'knowledge-base.sh', 'new-api-key.sh', 'export-history.sh', 'export-log.sh', 'rotate-webhook-secret.sh']);
+    expect(examples).to.include.members(['first-ticket.sh', 'receive-webhook.ts', 'receive-standard-webhook.ts', 'poll-updates.ts', 'upload.sh', 'knowledge-base.sh', 'new-api-key.sh', 'export-history.sh', 'export-log.sh', 'rotate-webhook-secret.sh', 'replay-webhook-history.sh']);
     for (const file of examples) {
       const fence = file.endsWith('.ts') ? 'ts' : 'sh';
       expect(readme, `README.md must quote examples/${file} in a \`\`\`${fence} block`).to.include(`\`\`\`${fence}\n${readFileSync(path.join(EXAMPLES, file), 'utf8')}\`\`\``);
@@ -153,6 +153,25 @@ describe('README examples (e2e)', function () {
     expect(Date.parse(`${rotation.previous_secret_expires_at}Z`) - Date.now()).to.be.within(500_000, 600_000);
     expect((await script('rotate-webhook-secret.sh', { KEY: ws.apiKey, WEBHOOK: 'whk_unknown' })).code).to.not.equal(0);
     expect((await script('rotate-webhook-secret.sh', { KEY: ws.apiKey, WEBHOOK: id, GRACE: '604801' })).code).to.not.equal(0);
+  });
+
+  it('replay-webhook-history.sh sends the history again and follows it to the end; an unknown subscription fails it', async () => {
+    const receiver = await startReceiver();
+    try {
+      const { id } = await subscribe(ws, receiver.url);
+      for (let i = 0; i < 3; i++) await emit(svc, ws.workspaceId);
+      await receiver.waitForRequests(3);
+      const result = await script('replay-webhook-history.sh', { KEY: ws.apiKey, WEBHOOK: id });
+      expect(result.code, result.stderr).to.equal(0);
+      expect(lastJson(result.stdout)).to.include({ status: 'completed', matched: 3, sent: 3, delivered: 3, failed: 0 });
+      await receiver.waitForRequests(6);
+      // From an offset, as /updates gives them: nothing failed, so nothing to recover.
+      const failedOnly = await script('replay-webhook-history.sh', { KEY: ws.apiKey, WEBHOOK: id, SINCE: '0', ONLY_FAILED: 'true' });
+      expect(lastJson(failedOnly.stdout)).to.include({ status: 'completed', matched: 0 });
+      expect((await script('replay-webhook-history.sh', { KEY: ws.apiKey, WEBHOOK: 'unknown' })).code).to.not.equal(0);
+    } finally {
+      await receiver.close();
+    }
   });
 
   it('receive-webhook.ts verifies a real delivery and answers 401 to a forged one', async () => {

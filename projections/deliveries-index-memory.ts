@@ -36,8 +36,9 @@ export const createMemoryDeliveryIndex = (): DeliveryIndex => {
     if (delivery === undefined || delivery.replayId === null) return;
     const key = replayKey(delivery.subscriptionId, delivery.replayId);
     const counts = byReplay.get(key) ?? noDeliveries();
-    byReplay.set(key, counts);
     counts[delivery.status] += by;
+    if (Object.values(counts).every((n) => n === 0)) byReplay.delete(key);
+    else byReplay.set(key, counts);
   };
 
   const put = (entry: IndexedDelivery): void => {

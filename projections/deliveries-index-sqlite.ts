@@ -66,7 +66,7 @@ CREATE INDEX d_sub_status_type ON deliveries (sub, status, event_type, created_a
 CREATE INDEX d_created ON deliveries (created_at);
 CREATE INDEX d_waiting ON deliveries (status) WHERE status = 'waiting';
 CREATE INDEX d_event_position ON deliveries (event_position);
-CREATE INDEX d_replay ON deliveries (replay, status) WHERE replay IS NOT NULL;
+CREATE INDEX d_replay ON deliveries (replay, sub, status) WHERE replay IS NOT NULL;
 `;
 
 /** The file cannot be used as the index (another application's database, or not a database). */

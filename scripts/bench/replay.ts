@@ -56,7 +56,8 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
     for (;;) {
       const progress = await Promise.all(replays.map(({ id, replay }) => api(`${service.url}/api/v1/webhooks/${id}/replays/${replay}`, apiKey, 'GET')));
       if (progress.every((p) => p['status'] === 'completed' && p['delivered'] === p['matched'])) break;
-      await sleep(50);
+      // As a client following its replays would: the rate's resolution is this pause.
+      await sleep(250);
     }
     const seconds = (nowMs() - started) / 1000;
     replaying = false;

@@ -21,7 +21,7 @@ import type { Dispatcher } from './dispatcher.js';
 export const REPLAY_WINDOW = 32;
 /** How long a paced replay waits before looking at the room again. */
 const PACE_MS = 20;
-const PROGRESS_EVERY_MS = 250;
+const PROGRESS_EVERY_MS = 1_000;
 
 export interface ReplayDriverDeps {
   readonly log: EventLog;
@@ -75,7 +75,7 @@ export const driveReplay = async (deps: ReplayDriverDeps, workspaceId: string, r
   for (;;) {
     if (deps.stopped() || !(await deps.keep())) return 'interrupted';
     const row = subscriptions.get(workspaceId, subscriptionId);
-    if (row === undefined || (await subscriptionGone())) return 'finished';
+    if (row === undefined) return 'finished';
     if (!row.isActive) {
       await record({ kind: 'cancel', replayId: replay.id, reason: 'subscription_inactive', at: clock() });
       return 'finished';
@@ -85,6 +85,7 @@ export const driveReplay = async (deps: ReplayDriverDeps, workspaceId: string, r
       await sleep(PACE_MS);
       continue;
     }
+    if (await subscriptionGone()) return 'finished';
     const page = await log.readFeed({ workspaceId, fromOffset: cursor + 1, limit: room, ...types });
     let done = page.length < room;
     const due: RecordedEvent[] = [];

@@ -4,7 +4,7 @@
 // that whole history while live events keep arriving (LIVE_EVENTS_PER_S, to all 10): the replay rate
 // (replayed deliveries/s, from the requests until every replay completed and was delivered) beside
 // the ceiling, and the live deliveries' latency (append → first attempt received) during the replay
-// beside the one without it. `npm run bench -- replay [--long]` (--long: 10,000 events of history).
+// beside the same live rate alone (LIVE_ALONE_MS before the replay). `npm run bench -- replay [--long]` (--long: 10,000 events of history).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
@@ -16,6 +16,7 @@ import { startService } from '../../src/service.js';
 import { ADMIN, measureFanout, nowMs, percentile, round, sleep, startArrivals, subscribeReceiver } from './fanout.js';
 
 const LIVE_EVENTS_PER_S = 100;
+const LIVE_ALONE_MS = 10_000;
 
 const api = async (url: string, apiKey: string, method: 'GET' | 'POST', body?: unknown): Promise<Record<string, unknown>> => {
   const res = await request(url, { method, headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
@@ -33,49 +34,67 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
   try {
     const setup = await subscribeReceiver(service.url, receiver.url);
     const { workspaceId, apiKey, subscriptionIds } = setup;
-    const append = (stream: string, batch: Parameters<typeof service.core.log.append>[1]) => service.core.log.append(stream, batch, 'any');
+    let lastOffset = 0;
+    const append = async (stream: string, batch: Parameters<typeof service.core.log.append>[1]) => {
+      const appended = await service.core.log.append(stream, batch, 'any');
+      for (const record of appended.records) lastOffset = Math.max(lastOffset, record.offset ?? 0);
+      return appended;
+    };
     const fanout = await measureFanout({ ...setup, events, receiver, append });
-    // The history: the burst's and the paced phase's deliveries; every subscription replays all of it.
-    const replayed = (await receiver.arrivals()).size;
 
-    // Live events all along the replay, one small batch every 10 ms.
-    const live: { id: string; at: number }[] = [];
-    let replaying = true;
-    const liveLoop = (async () => {
-      while (replaying) {
+    /** Live events, one small batch every 10 ms, until `stop` resolves; then their append → first attempt latencies once all arrived. */
+    const liveWhile = async (stop: Promise<void>, expectedBefore: number) => {
+      const live: { id: string; at: number }[] = [];
+      let running = true;
+      void stop.then(() => (running = false));
+      while (running) {
         const batch = Array.from({ length: LIVE_EVENTS_PER_S / 100 }, () => ({ id: randomId(), type: 'ticket.updated', workspaceId, data: { ticket_id: randomId() } }));
         const at = nowMs();
         batch.forEach((e) => live.push({ id: e.id, at }));
         await append(`bench-live-${randomId()}`, batch);
         await sleep(10);
       }
-    })();
+      await receiver.until(expectedBefore + live.length * subscriptionIds.length);
+      const arrivals = await receiver.arrivals();
+      const latencies = live.flatMap(({ id, at }) => subscriptionIds.map((s) => (arrivals.get(deliveryIdOf(id, s)) ?? NaN) - at)).sort((a, b) => a - b);
+      return { deliveries: live.length * subscriptionIds.length, p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
+    };
 
-    const started = nowMs();
-    const replays = await Promise.all(subscriptionIds.map(async (id) => ({ id, replay: String((await api(`${service.url}/api/v1/webhooks/${id}/replay`, apiKey, 'POST', { since: 0 }))['id']) })));
-    for (;;) {
-      const progress = await Promise.all(replays.map(({ id, replay }) => api(`${service.url}/api/v1/webhooks/${id}/replays/${replay}`, apiKey, 'GET')));
-      if (progress.every((p) => p['status'] === 'completed' && p['delivered'] === p['matched'])) break;
-      // As a client following its replays would: the rate's resolution is this pause.
-      await sleep(250);
-    }
-    const seconds = (nowMs() - started) / 1000;
-    replaying = false;
-    await liveLoop;
-    await receiver.until(2 * replayed + live.length * subscriptionIds.length);
-    const arrivals = await receiver.arrivals();
-    const latencies = live.flatMap(({ id, at }) => subscriptionIds.map((s) => (arrivals.get(deliveryIdOf(id, s)) ?? NaN) - at)).sort((a, b) => a - b);
+    // The history: the burst's and the paced phase's deliveries; every subscription replays all of it.
+    const history = (await receiver.arrivals()).size;
+    const historyEnd = lastOffset;
+    // The live rate alone, for the latency without a replay.
+    const alone = await liveWhile(sleep(LIVE_ALONE_MS).then(() => undefined), history);
+    // The replay: every subscription sends the history again (not the live phase's events).
+    const replayed = history;
+    const delivered = history + alone.deliveries;
+    let replayTime = 0;
+    const replaying = (async () => {
+      const started = nowMs();
+      const replays = await Promise.all(
+        subscriptionIds.map(async (id) => ({ id, replay: String((await api(`${service.url}/api/v1/webhooks/${id}/replay`, apiKey, 'POST', { since: 0, until: historyEnd }))['id']) })),
+      );
+      for (;;) {
+        const progress = await Promise.all(replays.map(({ id, replay }) => api(`${service.url}/api/v1/webhooks/${id}/replays/${replay}`, apiKey, 'GET')));
+        if (progress.every((p) => p['status'] === 'completed' && p['delivered'] === p['matched'])) break;
+        // As a client following its replays would: the rate's resolution is this pause.
+        await sleep(250);
+      }
+      replayTime = (nowMs() - started) / 1000;
+    })();
+    const during = await liveWhile(replaying, delivered + replayed);
     return {
       bench: 'replay',
       replayed_deliveries: replayed,
-      replay_deliveries_per_s: Math.round(replayed / seconds),
+      replay_deliveries_per_s: Math.round(replayed / replayTime),
       ceiling_fanout_deliveries_per_s: Math.round(fanout.deliveriesPerS),
-      share_of_ceiling: round(replayed / seconds / fanout.deliveriesPerS, 2),
-      live_deliveries_during_replay: live.length * subscriptionIds.length,
-      live_p50_ms_during_replay: round(percentile(latencies, 50)),
-      live_p99_ms_during_replay: round(percentile(latencies, 99)),
-      live_p50_ms_alone: round(fanout.paced.p50),
-      live_p99_ms_alone: round(fanout.paced.p99),
+      share_of_ceiling: round(replayed / replayTime / fanout.deliveriesPerS, 2),
+      live_deliveries_per_s: LIVE_EVENTS_PER_S * subscriptionIds.length,
+      live_deliveries_during_replay: during.deliveries,
+      live_p50_ms_during_replay: round(during.p50),
+      live_p99_ms_during_replay: round(during.p99),
+      live_p50_ms_alone: round(alone.p50),
+      live_p99_ms_alone: round(alone.p99),
     };
   } finally {
     await service.close();

@@ -101,7 +101,7 @@ export interface Dispatcher {
    * knows what the replay scheduled before (a restart): it is not asked twice.
    */
   replay(event: RecordedEvent, subscription: SubscriptionRow, replayId: string): Promise<void>;
-  /** How many replayed deliveries may enter the schedule now: none while live work fills half the slots. */
+  /** How many replayed deliveries may enter the schedule now: none while a live delivery waits for its first attempt here, or live work fills half the slots. */
   replayRoom(): number;
   /** The replay's deliveries not attempted yet, as the subscription's stream has them. */
   replayBacklog(subscriptionId: string, replayId: string): Promise<number>;
@@ -142,6 +142,8 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
   const waiting = createWaitingDeliveries(log);
   const pending = new Map<string, Pending>();
   const bySubscription = new Map<string, Set<string>>();
+  /** Live deliveries this dispatcher scheduled whose first attempt has not started: replays wait for them. */
+  const liveUnattempted = new Set<string>();
   /** Deliveries already in the log for events a restart replays. */
   const known = new Set<string>();
   const bodies = new Map<number, Promise<Buffer | null>>();
@@ -157,6 +159,7 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
 
   const forget = (p: Pending): void => {
     pending.delete(p.delivery.id);
+    liveUnattempted.delete(p.delivery.id);
     const ids = bySubscription.get(p.delivery.subscriptionId);
     ids?.delete(p.delivery.id);
     if (ids?.size === 0) bySubscription.delete(p.delivery.subscriptionId);
@@ -304,6 +307,7 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
 
   /** One attempt; resolves when its slot is free (the bookkeeping after it continues in `settling`). */
   const attemptOnce = async (entry: DueAttempt): Promise<void> => {
+    liveUnattempted.delete(entry.deliveryId);
     const p = pending.get(entry.deliveryId) ?? (await takeOver(entry));
     // Nothing left to attempt, or the attempt under way settles it: the claim is settled here.
     if (p === undefined || p.inFlight) return schedule.remove(entry.deliveryId, entry.round);
@@ -382,6 +386,7 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
     const events = decided(command, null);
     const p: Pending = { delivery: fold(null, events), workspaceId: event.workspaceId, body, inFlight: false };
     track(p);
+    if (command.replayId === undefined) liveUnattempted.add(command.deliveryId);
     if (shared || durable) {
       // Whoever claims the first attempt reads the delivery from the log: it must be there first.
       await record(event.workspaceId, command.subscriptionId, events);
@@ -418,7 +423,7 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
       await scheduleNew(event, envelopeBytes(event), command, true);
     },
 
-    replayRoom: () => Math.max(0, Math.floor(deps.maxInFlight / 2) - pump.load()),
+    replayRoom: () => (liveUnattempted.size > 0 ? 0 : Math.max(0, Math.floor(deps.maxInFlight / 2) - pump.load())),
 
     async replayBacklog(subscriptionId, replayId) {
       const { deliveries } = await waiting.read(subscriptionId);

@@ -73,8 +73,9 @@ describe('webhook history replay in the distributed mode (e2e)', function () {
     const liveIds = new Set(receiver.requests.map((r) => header(r, 'webhook-id')));
     const replayed = () => receiver.requests.filter((r) => !liveIds.has(header(r, 'webhook-id')));
 
-    // The only dispatcher drives the replay; a second one joins; the first dies mid-replay.
-    receiver.respond({ kind: 'delay', ms: 300, status: 200 });
+    // The only dispatcher drives the replay (30 s at two deliveries a second); a second one joins;
+    // the first dies mid-replay.
+    receiver.respond({ kind: 'delay', ms: 1000, status: 200 });
     const answer = await call(`${api.url}/api/v1/webhooks/${hook.body.id}/replay`, 'POST', key, { since: 0 });
     expect(answer.status, JSON.stringify(answer.body)).to.equal(202);
     await eventually('part of the replay', () => replayed().length >= 5, 60_000);

@@ -13,10 +13,10 @@ replay=$(curl -s --fail-with-body -X POST "$URL/api/v1/webhooks/$WEBHOOK/replay"
   -H 'Content-Type: application/json' -d "{\"since\": $SINCE, \"only_failed\": ${ONLY_FAILED:-false}}")
 echo "$replay"
 id=$(node -p 'JSON.parse(process.argv[1]).id' "$replay")
-# matched: events in the range; sent: deliveries scheduled; delivered and failed: settled so far.
+# matched: events of the range found so far; sent: deliveries attempted; delivered and failed: settled.
 while :; do
   progress=$(curl -s --fail-with-body "$URL/api/v1/webhooks/$WEBHOOK/replays/$id" -H "Authorization: Bearer $KEY")
   echo "$progress"
-  node -e 'const p = JSON.parse(process.argv[1]); process.exit(p.status !== "running" && p.delivered + p.failed >= p.sent ? 0 : 1)' "$progress" && break
+  node -e 'const p = JSON.parse(process.argv[1]); process.exit(p.status === "cancelled" || (p.status === "completed" && p.delivered + p.failed >= p.matched) ? 0 : 1)' "$progress" && break
   sleep 1
 done

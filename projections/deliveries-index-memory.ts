@@ -37,6 +37,7 @@ export const createMemoryDeliveryIndex = (): DeliveryIndex => {
     const key = replayKey(delivery.subscriptionId, delivery.replayId);
     const counts = byReplay.get(key) ?? noDeliveries();
     counts[delivery.status] += by;
+    if (delivery.history.length > 0) counts.attempted += by;
     if (Object.values(counts).every((n) => n === 0)) byReplay.delete(key);
     else byReplay.set(key, counts);
   };

@@ -57,6 +57,7 @@ CREATE TABLE deliveries (
   event_position INTEGER NOT NULL,
   created_at INTEGER NOT NULL,
   replay TEXT,
+  attempted INTEGER NOT NULL DEFAULT 0,
   json TEXT NOT NULL
 );
 CREATE INDEX d_sub ON deliveries (sub, created_at, id);
@@ -66,7 +67,7 @@ CREATE INDEX d_sub_status_type ON deliveries (sub, status, event_type, created_a
 CREATE INDEX d_created ON deliveries (created_at);
 CREATE INDEX d_waiting ON deliveries (status) WHERE status = 'waiting';
 CREATE INDEX d_event_position ON deliveries (event_position);
-CREATE INDEX d_replay ON deliveries (replay, sub, status) WHERE replay IS NOT NULL;
+CREATE INDEX d_replay ON deliveries (replay, sub, status, attempted) WHERE replay IS NOT NULL;
 `;
 
 /** The file cannot be used as the index (another application's database, or not a database). */
@@ -142,11 +143,12 @@ const historyReads = (db: Database.Database): Omit<DeliveryHistoryReader, 'close
     },
     async replayOutcomes(subscriptionId, replayId) {
       const counts = noDeliveries();
-      const rows = prepared('SELECT status, count(*) AS n FROM deliveries INDEXED BY d_replay WHERE replay = ? AND sub = ? GROUP BY status').all(replayId, subscriptionId) as {
-        status: DeliveryStatus;
-        n: number;
-      }[];
-      for (const { status, n } of rows) counts[status] = n;
+      const sql = 'SELECT status, attempted, count(*) AS n FROM deliveries INDEXED BY d_replay WHERE replay = ? AND sub = ? GROUP BY status, attempted';
+      const rows = prepared(sql).all(replayId, subscriptionId) as { status: DeliveryStatus; attempted: number; n: number }[];
+      for (const { status, attempted, n } of rows) {
+        counts[status] += n;
+        counts.attempted += attempted * n;
+      }
       return counts;
     },
   };
@@ -178,8 +180,9 @@ export const openSqliteDeliveryIndex = (options: { readonly file: string; readon
   const reads = historyReads(db);
   const select = db.prepare('SELECT json FROM deliveries WHERE id = ?').pluck();
   const upsert = db.prepare(
-    `INSERT INTO deliveries (id, sub, workspace, status, event_type, event_position, created_at, replay, json) VALUES (@id, @sub, @workspace, @status, @eventType, @eventPosition, @createdAt, @replay, @json)
-     ON CONFLICT (id) DO UPDATE SET status = excluded.status, json = excluded.json`,
+    `INSERT INTO deliveries (id, sub, workspace, status, event_type, event_position, created_at, replay, attempted, json)
+     VALUES (@id, @sub, @workspace, @status, @eventType, @eventPosition, @createdAt, @replay, @attempted, @json)
+     ON CONFLICT (id) DO UPDATE SET status = excluded.status, attempted = excluded.attempted, json = excluded.json`,
   );
   const forget = db.prepare('DELETE FROM deliveries WHERE sub = ?');
   const readMeta = db.prepare('SELECT position, fanned_out_through AS fannedOutThrough FROM meta');
@@ -203,6 +206,7 @@ export const openSqliteDeliveryIndex = (options: { readonly file: string; readon
       eventPosition: delivery.eventPosition,
       createdAt: delivery.createdAt,
       replay: delivery.replayId,
+      attempted: delivery.history.length > 0 ? 1 : 0,
       json: JSON.stringify(delivery),
     });
   };

@@ -47,9 +47,10 @@ export interface HistoryPage {
   readonly next: HistoryKey | null;
 }
 
-export type StatusCounts = Readonly<Record<DeliveryStatus, number>>;
+/** A replay's deliveries by status, and how many of them were attempted at least once. */
+export type ReplayOutcomes = Readonly<Record<DeliveryStatus | 'attempted', number>>;
 
-export const noDeliveries = (): Record<DeliveryStatus, number> => ({ waiting: 0, delivered: 0, failed: 0, cancelled: 0 });
+export const noDeliveries = (): Record<DeliveryStatus | 'attempted', number> => ({ waiting: 0, delivered: 0, failed: 0, cancelled: 0, attempted: 0 });
 
 export interface DeliveryAsOf {
   readonly delivery: Delivery;
@@ -63,8 +64,8 @@ export interface DeliveryHistoryReader {
    * index had applied when it was read: the records after it may have changed it since.
    */
   get(subscriptionId: string, deliveryId: string): Promise<DeliveryAsOf | undefined>;
-  /** How many of a replay's deliveries are in each status (those past retention no longer count). */
-  replayOutcomes(subscriptionId: string, replayId: string): Promise<StatusCounts>;
+  /** How many of a replay's deliveries are in each status, and were attempted (those past retention no longer count). */
+  replayOutcomes(subscriptionId: string, replayId: string): Promise<ReplayOutcomes>;
   close(): Promise<void>;
 }
 

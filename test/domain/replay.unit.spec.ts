@@ -14,9 +14,9 @@ const run = (state: Replays, command: ReplayCommand) => {
 describe('replay aggregate (unit)', () => {
   it('records a request with its range and counts, then progress, then completion', () => {
     let { state } = run(replayAggregate.initial, request);
-    expect(state.get('r1')).to.include({ status: 'running', since: 100, until: null, throughPosition: 42, cursor: 99, matched: 0, sent: 0, requestedAt: 7 });
-    ({ state } = run(state, { kind: 'progress', replayId: 'r1', cursor: 150, matched: 3, sent: 3 }));
-    expect(state.get('r1')).to.include({ cursor: 150, matched: 3, sent: 3 });
+    expect(state.get('r1')).to.include({ status: 'running', since: 100, until: null, throughPosition: 42, cursor: 99, matched: 0, requestedAt: 7 });
+    ({ state } = run(state, { kind: 'progress', replayId: 'r1', cursor: 150, matched: 3 }));
+    expect(state.get('r1')).to.include({ cursor: 150, matched: 3 });
     ({ state } = run(state, { kind: 'complete', replayId: 'r1', at: 9 }));
     expect(state.get('r1')).to.include({ status: 'completed', finishedAt: 9 });
   });
@@ -24,19 +24,19 @@ describe('replay aggregate (unit)', () => {
   it('never moves progress back, takes nothing once settled, and is idempotent per request', () => {
     let { state } = run(replayAggregate.initial, request);
     expect(run(state, request).events).to.deep.equal([]);
-    ({ state } = run(state, { kind: 'progress', replayId: 'r1', cursor: 150, matched: 3, sent: 3 }));
-    expect(run(state, { kind: 'progress', replayId: 'r1', cursor: 120, matched: 1, sent: 1 }).events).to.deep.equal([]);
+    ({ state } = run(state, { kind: 'progress', replayId: 'r1', cursor: 150, matched: 3 }));
+    expect(run(state, { kind: 'progress', replayId: 'r1', cursor: 120, matched: 1 }).events).to.deep.equal([]);
     // A step recorded twice (a driver taken over) folds once.
-    const [progressed] = run(state, { kind: 'progress', replayId: 'r1', cursor: 200, matched: 4, sent: 4 }).events;
+    const [progressed] = run(state, { kind: 'progress', replayId: 'r1', cursor: 200, matched: 4 }).events;
     const twice = foldReplays([...run(replayAggregate.initial, request).events, progressed!, progressed!]);
     expect(twice.get('r1')).to.include({ cursor: 200, matched: 4 });
     // The log drops the second record of a step: its id is the same, and differs from the next step's.
-    const [next] = run(state, { kind: 'progress', replayId: 'r1', cursor: 201, matched: 4, sent: 4 }).events;
+    const [next] = run(state, { kind: 'progress', replayId: 'r1', cursor: 201, matched: 4 }).events;
     expect(replayEventId(progressed!)).to.not.equal(replayEventId(next!));
     ({ state } = run(state, { kind: 'cancel', replayId: 'r1', reason: 'subscription_inactive', at: 10 }));
     expect(state.get('r1')).to.include({ status: 'cancelled', reason: 'subscription_inactive' });
     expect(run(state, { kind: 'complete', replayId: 'r1', at: 11 }).events).to.deep.equal([]);
-    expect(run(state, { kind: 'progress', replayId: 'r1', cursor: 300, matched: 9, sent: 9 }).events).to.deep.equal([]);
+    expect(run(state, { kind: 'progress', replayId: 'r1', cursor: 300, matched: 9 }).events).to.deep.equal([]);
   });
 
   it('refuses unknown event names, until before since, and steps of an unknown replay', () => {

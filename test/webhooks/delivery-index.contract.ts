@@ -245,15 +245,15 @@ export const deliveryIndexContract = (name: string, factory: () => Promise<Deliv
         log.record('s1', [...log.attempt('r1', 'delivered'), ...log.attempt('r2', 'failed')]),
         log.record('s1', log.schedule('s1', 'other-replay', { replayId: 'Q' })),
       ]);
-      expect(await fixture.index.replayOutcomes('s1', 'R')).to.deep.equal({ waiting: 1, delivered: 1, failed: 1, cancelled: 0 });
+      expect(await fixture.index.replayOutcomes('s1', 'R')).to.deep.equal({ waiting: 1, delivered: 1, failed: 1, cancelled: 0, attempted: 2 });
       expect((await fixture.index.get('s1', 'r1'))?.delivery.replayId).to.equal('R');
       expect((await fixture.index.get('s1', 'live'))?.delivery.replayId).to.equal(null);
       // A manual retry of the failed one moves it back to waiting; then it is delivered.
       await apply([log.record('s1', log.retry('r2')), log.record('s1', log.attempt('r2', 'delivered'))]);
-      expect(await fixture.index.replayOutcomes('s1', 'R')).to.deep.equal({ waiting: 1, delivered: 2, failed: 0, cancelled: 0 });
-      expect(await fixture.index.replayOutcomes('s2', 'R')).to.deep.equal({ waiting: 0, delivered: 0, failed: 0, cancelled: 0 });
+      expect(await fixture.index.replayOutcomes('s1', 'R')).to.deep.equal({ waiting: 1, delivered: 2, failed: 0, cancelled: 0, attempted: 2 });
+      expect(await fixture.index.replayOutcomes('s2', 'R')).to.deep.equal({ waiting: 0, delivered: 0, failed: 0, cancelled: 0, attempted: 0 });
       await apply([log.deleted('s1')]);
-      expect(await fixture.index.replayOutcomes('s1', 'R')).to.deep.equal({ waiting: 0, delivered: 0, failed: 0, cancelled: 0 });
+      expect(await fixture.index.replayOutcomes('s1', 'R')).to.deep.equal({ waiting: 0, delivered: 0, failed: 0, cancelled: 0, attempted: 0 });
     });
 
     it("forgets a deleted subscription's history, and everything on clear", async () => {

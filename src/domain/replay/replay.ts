@@ -2,7 +2,7 @@
 // fixes its range at request time: public events of the workspace with offset in [since, until] and
 // log position at most `throughPosition` (the log's head then), so events after the request are left
 // to the live fan-out and never delivered twice. A dispatcher drives it, recording how far it went
-// (`progressed`: the offset reached, how many events matched and how many deliveries it scheduled) so
+// (`progressed`: the offset reached and how many events matched, each one a delivery scheduled) so
 // that a restart continues there. Pure: ids, instants and the head position come in commands.
 // Every replay of a subscription lives in one stream that dies with the subscription.
 import { createHash } from 'node:crypto';
@@ -35,9 +35,8 @@ export interface Replay {
   readonly status: ReplayStatus;
   /** The last offset looked at (since - 1 before the first). */
   readonly cursor: number;
+  /** Events matched so far: each got its replayed delivery scheduled. */
   readonly matched: number;
-  /** Replayed deliveries scheduled. */
-  readonly sent: number;
   readonly requestedAt: number;
   readonly finishedAt: number | null;
   readonly reason: string | null;
@@ -48,7 +47,7 @@ export type Replays = ReadonlyMap<string, Replay>;
 
 export type ReplayCommand =
   | ({ readonly kind: 'request'; readonly replayId: string; readonly at: number } & Pick<Replay, 'subscriptionId' | 'since' | 'until' | 'throughPosition' | 'types' | 'onlyFailed'>)
-  | { readonly kind: 'progress'; readonly replayId: string; readonly cursor: number; readonly matched: number; readonly sent: number }
+  | { readonly kind: 'progress'; readonly replayId: string; readonly cursor: number; readonly matched: number }
   | { readonly kind: 'complete'; readonly replayId: string; readonly at: number }
   | { readonly kind: 'cancel'; readonly replayId: string; readonly reason: string; readonly at: number };
 
@@ -75,7 +74,6 @@ const evolve: Aggregate<Replays, ReplayCommand>['evolve'] = (state, { type, data
       status: 'running',
       cursor: since - 1,
       matched: 0,
-      sent: 0,
       requestedAt: num(data['requested_at']),
       finishedAt: null,
       reason: null,
@@ -86,7 +84,7 @@ const evolve: Aggregate<Replays, ReplayCommand>['evolve'] = (state, { type, data
     case REPLAY_EVENTS.progressed:
       // A repeated or late record never moves it back.
       if (num(data['cursor']) <= replay.cursor) return state;
-      return set({ ...replay, cursor: num(data['cursor']), matched: num(data['matched']), sent: num(data['sent']) });
+      return set({ ...replay, cursor: num(data['cursor']), matched: num(data['matched']) });
     case REPLAY_EVENTS.completed:
       return set({ ...replay, status: 'completed', finishedAt: num(data['completed_at']) });
     case REPLAY_EVENTS.cancelled:
@@ -124,7 +122,7 @@ const decide: Aggregate<Replays, ReplayCommand>['decide'] = (command, state) => 
   switch (command.kind) {
     case 'progress':
       if (command.cursor <= replay.cursor) return right([]);
-      return right(one(REPLAY_EVENTS.progressed, { replay_id: replay.id, cursor: command.cursor, matched: command.matched, sent: command.sent }));
+      return right(one(REPLAY_EVENTS.progressed, { replay_id: replay.id, cursor: command.cursor, matched: command.matched }));
     case 'complete':
       return right(one(REPLAY_EVENTS.completed, { replay_id: replay.id, completed_at: command.at }));
     case 'cancel':

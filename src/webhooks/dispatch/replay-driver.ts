@@ -68,7 +68,7 @@ export const driveReplay = async (deps: ReplayDriverDeps, workspaceId: string, r
     else if (d.replayId === null && d.status === 'failed') failedEvents.add(d.eventId);
   }
 
-  let { cursor, matched, sent } = replay;
+  let { cursor, matched } = replay;
   let recordedCursor = cursor;
   let recordedAt = Date.now();
   const types = replay.types.length === 0 ? {} : { types: replay.types };
@@ -98,12 +98,11 @@ export const driveReplay = async (deps: ReplayDriverDeps, workspaceId: string, r
       cursor = offset;
       if (replay.onlyFailed && !failedEvents.has(event.id)) continue;
       matched++;
-      sent++;
       if (!scheduled.has(replayDeliveryIdOf(event.id, subscriptionId, replay.id))) due.push(event);
     }
     await Promise.all(due.map((event) => dispatcher.replay(event, row, replay.id)));
     if (cursor > recordedCursor && (done || Date.now() - recordedAt >= PROGRESS_EVERY_MS)) {
-      await record({ kind: 'progress', replayId: replay.id, cursor, matched, sent });
+      await record({ kind: 'progress', replayId: replay.id, cursor, matched });
       recordedCursor = cursor;
       recordedAt = Date.now();
     }

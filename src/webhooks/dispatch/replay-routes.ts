@@ -1,7 +1,7 @@
 // History replay (beyond the contract): POST /webhooks/{id}/replay records a replay request in the
 // subscription's replay stream for the dispatchers (replay-runner.ts), with its range fixed now (the
-// log's head); GET /webhooks/{id}/replays/{replay_id} shows its progress: matched and sent as the
-// driver recorded them, delivered and failed from the delivery-history index.
+// log's head); GET /webhooks/{id}/replays/{replay_id} shows its progress: matched as the driver
+// recorded it, sent (attempted), delivered and failed from the delivery-history index.
 import * as t from 'io-ts';
 import type { Core } from '../../app/core.js';
 import { isoMicros } from '../../domain/envelope.js';
@@ -78,7 +78,7 @@ const viewOf = async (replay: Replay, history: DeliveryHistoryReader): Promise<t
     types: [...replay.types],
     only_failed: replay.onlyFailed,
     matched: replay.matched,
-    sent: replay.sent,
+    sent: outcomes.attempted,
     delivered: outcomes.delivered,
     failed: outcomes.failed,
     created_at: isoMicros(replay.requestedAt),

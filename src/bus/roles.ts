@@ -24,7 +24,7 @@ import { openSqliteLog } from '../log/sqlite.js';
 import { feedPublisherFeature } from '../updates/feature.js';
 import { webhooksWithDelivery, webhooksWithDeliveryFeature } from '../webhooks/dispatch/feature.js';
 import { createRedisRetrySchedule } from '../webhooks/dispatch/retry-schedule/redis.js';
-import { createRedisReplayLeases } from '../webhooks/dispatch/replay-leases-redis.js';
+import { createRedisReplayLeases } from '../webhooks/dispatch/replay-leases/redis.js';
 import { deliveryHistoryFrom, historyFromIndexFile, historyInMemory, historyInRedis } from '../webhooks/dispatch/history.js';
 import { sharedHistory } from '../webhooks/dispatch/shared-history.js';
 import { createDispatcherThread } from '../webhooks/dispatch/thread.js';

@@ -2,8 +2,8 @@
 // only by that holder, and taken over by another once a dead holder's lease runs out.
 import { expect } from 'chai';
 import { randomId } from '../../src/shared/ids.js';
-import { createMemoryReplayLeases } from '../../src/webhooks/dispatch/replay-leases.js';
-import { createRedisReplayLeases } from '../../src/webhooks/dispatch/replay-leases-redis.js';
+import { createMemoryReplayLeases } from '../../src/webhooks/dispatch/replay-leases/memory.js';
+import { createRedisReplayLeases } from '../../src/webhooks/dispatch/replay-leases/redis.js';
 import { settle } from '../support/webhooks-dispatch.js';
 
 const redisUrl = process.env['REDIS_URL'];

@@ -87,6 +87,30 @@ describe('webhook history replay (e2e)', function () {
     expect(history.body.items.filter((d: { replay_id: string | null }) => d.replay_id === null)).to.have.length(5);
   });
 
+  it('records one replay for the same request sent twice at once under one Idempotency-Key, and two without', async () => {
+    const { hook, events, liveIds } = await withHistory(3);
+    const headers = { 'Idempotency-Key': randomId() };
+    const body = { since: (events[0] as RecordedEvent).offset };
+    const keyed = () => ws.api('POST', `/api/v1/webhooks/${hook.id}/replay`, body, headers);
+    // The one still running answers 409 with Retry-After; a retry then answers the first answer.
+    const both = await Promise.all([keyed(), keyed()]);
+    const first = both.find((r) => r.status === 202);
+    expect(first, JSON.stringify(both.map((r) => r.status))).to.not.equal(undefined);
+    for (const answer of both) expect(answer.status).to.be.oneOf([202, 409]);
+    const retried = await keyed();
+    expect(retried.status).to.equal(202);
+    expect(retried.body.id).to.equal(first?.body.id);
+    expect(retried.headers.get('idempotent-replayed')).to.equal('true');
+    await settled(hook.id, retried.body.id, 3);
+    const unkeyed = await Promise.all([replay(hook.id, body), replay(hook.id, body)]);
+    expect(unkeyed[0].body.id).to.not.equal(unkeyed[1].body.id);
+    for (const other of unkeyed) await settled(hook.id, other.body.id, 3);
+    // Three replays in all: each event three times more, under three delivery ids.
+    const again = replayed(await receiver.waitForRequests(12), liveIds);
+    expect(again).to.have.length(9);
+    expect(new Set(again.map((r) => header(r, 'webhook-id'))).size).to.equal(9);
+  });
+
   it('refuses a bad request in the contract shapes, and answers 404 for an unknown replay or webhook', async () => {
     const hook = await subscribe(ws, receiver.url);
     const since = await replay(hook.id, { since: 20, until: 10 });

@@ -12,7 +12,8 @@ import { createDispatcher, type DeliveryRecords } from './dispatcher.js';
 import { createLogTail, type LogTail, type LogTailOptions } from './log-tail.js';
 import type { SharedRetrySchedule } from './retry-schedule.js';
 import { createMemoryRetrySchedule } from './retry-schedule/memory.js';
-import { createMemoryReplayLeases, type ReplayLeases } from './replay-leases.js';
+import type { ReplayLeases } from './replay-leases.js';
+import { createMemoryReplayLeases } from './replay-leases/memory.js';
 import { createReplayRunner } from './replay-runner.js';
 
 /** Where the dispatcher's events come from: anything that feeds dispatcher.fanOut in log order per workspace. */

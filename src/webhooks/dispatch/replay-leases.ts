@@ -1,8 +1,8 @@
 // The ReplayLeases port: which dispatcher drives a replay. One dispatcher at a time holds a replay's
 // lease and renews it while it drives; a dispatcher that dies stops renewing, the lease runs out and
 // another one takes the replay over from the cursor recorded in the log. Alone (the embedded worker,
-// or a dispatcher without Redis), a dispatcher leases to itself (memory); several share Redis
-// (replay-leases-redis.ts).
+// or a dispatcher without Redis), a dispatcher leases to itself (replay-leases/memory.ts); several
+// share Redis (replay-leases/redis.ts).
 
 export interface ReplayLeases {
   /** How long a lease lasts without renewal. */
@@ -14,18 +14,3 @@ export interface ReplayLeases {
   release(replayId: string): Promise<void>;
   close(): Promise<void>;
 }
-
-export const createMemoryReplayLeases = (): ReplayLeases => {
-  const held = new Set<string>();
-  return {
-    ttlMs: Number.POSITIVE_INFINITY,
-    async acquire(replayId) {
-      if (held.has(replayId)) return false;
-      held.add(replayId);
-      return true;
-    },
-    renew: async (replayId) => held.has(replayId),
-    release: async (replayId) => void held.delete(replayId),
-    close: async () => held.clear(),
-  };
-};

@@ -1,9 +1,9 @@
-// Replay leases in the Redis the dispatchers share (the port: replay-leases.ts): one key per replay
+// Replay leases in the Redis the dispatchers share (the port: ../replay-leases.ts): one key per replay
 // holding its holder's id, with an expiry. Renewal and release touch the key only while it still names
 // this holder, so a dispatcher that was too slow never takes back a lease another one holds now.
-import { createRedisClient } from '../../shared/redis.js';
-import { randomId } from '../../shared/ids.js';
-import type { ReplayLeases } from './replay-leases.js';
+import { createRedisClient } from '../../../shared/redis.js';
+import { randomId } from '../../../shared/ids.js';
+import type { ReplayLeases } from '../replay-leases.js';
 
 const RENEW = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) else return 0 end";
 const RELEASE = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end";

@@ -293,8 +293,8 @@ export const createRedisDeliveryIndex = (options: RedisDeliveryIndexOptions): De
     },
     async replayOutcomes(subscriptionId, replayId) {
       const replay = `${prefix}r:${subscriptionId}:${replayId}`;
-      const names = ['waiting', 'delivered', 'failed', 'cancelled'] as const;
-      const replies = await reach(() => names.reduce((multi, name) => multi.scard(`${replay}:st:${name}`), client.multi()).exec());
+      const names = ['waiting', 'delivered', 'failed', 'cancelled', 'attempted'] as const;
+      const replies = await reach(() => names.reduce((multi, name) => multi.scard(name === 'attempted' ? `${replay}:attempted` : `${replay}:st:${name}`), client.multi()).exec());
       const counts = noDeliveries();
       names.forEach((name, i) => (counts[name] = Number((replies as [unknown, number][])[i]?.[1] ?? 0)));
       return counts;

@@ -39,4 +39,9 @@ export const answer = (status: number, description: string, body?: t.Any, header
 /** Headers on every such answer. */
 export const always = (...names: readonly ResponseHeader[]): AnswerHeaders => Object.fromEntries(names.map((name) => [name, 'always']));
 
-export const refusal = (status: number, error: ErrorFormat, description: string): Answer => ({ status, error, description });
+export const refusal = (status: number, error: ErrorFormat, description: string, headers?: AnswerHeaders): Answer => ({
+  status,
+  error,
+  description,
+  ...(headers === undefined ? {} : { headers }),
+});

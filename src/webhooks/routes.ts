@@ -19,7 +19,7 @@ import {
 import { ApiFailure, business, notFound } from '../http/api-error.js';
 import type { RouteModule } from '../http/app.js';
 import type { ApiContext } from '../http/context.js';
-import { answer, refusal, type Operation } from '../http/operations.js';
+import { always, answer, refusal, type Operation } from '../http/operations.js';
 import { decode, jsonInt, text } from '../http/validation.js';
 import { newWebhookSecret, type SecretBox } from './secrets.js';
 import type { Sender } from './sender.js';
@@ -64,7 +64,7 @@ const TestResult = t.type({
 });
 
 export const webhookNotFound = refusal(404, 'short', 'Webhook not found');
-const secretsDoNotOpen = refusal(503, 'business', "SERVICE_UNAVAILABLE: the subscription's secret does not open with this server's keys");
+const secretsDoNotOpen = refusal(503, 'business', "SERVICE_UNAVAILABLE: the subscription's secret does not open with this server's keys", always('Retry-After'));
 const unknownEvents = refusal(422, 'business', 'VALIDATION_ERROR: unknown event names (detail.unknown, detail.valid)');
 
 const operations: readonly Operation[] = [

@@ -13,6 +13,7 @@ import { randomId } from '../../src/shared/ids.js';
 import { KEY_FILE, createSecretBox, newWebhookSecret } from '../../src/webhooks/secrets.js';
 import { verifySignature } from '../../src/webhooks/signature.js';
 import { runSubscriptionCommand, secretContext } from '../../src/webhooks/subscriptions.js';
+import { conformanceOf } from '../support/openapi-conformance.js';
 import { startReceiver, type ReceivedRequest, type Receiver } from '../support/receiver.js';
 import { ADMIN_TOKEN, call, startTestService, type TestService } from '../support/server.js';
 import { emit, eventIdOf, eventually, header, subscribe } from '../support/webhooks-dispatch.js';
@@ -152,6 +153,10 @@ describe('webhook secret key rotation (e2e)', function () {
     const reply = await ws.api('POST', `/api/v1/webhooks/${id}/test`);
     expect(reply.status, JSON.stringify(reply.body)).to.equal(503);
     expect(reply.headers.get('retry-after')).to.match(/^\d+$/);
+    // The API document describes this answer, its Retry-After required.
+    const check = await conformanceOf(server.url);
+    check.conforms('post', '/webhooks/{webhook_id}/test', reply);
+    expect(check.doc.paths['/webhooks/{webhook_id}/test']?.['post']?.responses['503']?.headers?.['Retry-After']?.required).to.equal(true);
     expect(reply.body).to.include({ error_code: 'SERVICE_UNAVAILABLE', request_id: reply.headers.get('x-request-id') });
     expect(reply.body.error_message).to.include('WEBHOOK_SECRET_KEY');
     expect((await ws.api('GET', '/api/v1/webhooks')).body.items).to.deep.equal([]);

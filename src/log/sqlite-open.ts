@@ -110,6 +110,27 @@ export interface OpenMode {
   readonly durability?: 'full' | 'relaxed';
 }
 
+/** Shared mode: an open keeps trying a busy set-up for this many busy timeouts. */
+const SET_UP_WAIT_FACTOR = 3;
+
+/** Checks the file is this log, applies the pragmas and creates what is missing; may be run again. */
+const setUp = (db: Database.Database, mode: OpenMode): void => {
+  // Checked before the pragmas write anything, so a foreign file stays untouched. In one read
+  // transaction: its two reads must see one state of the file, not another process's schema
+  // creation between them (application id still 0, tables already there: "another application").
+  db.transaction(() => checkIdentity(db))();
+  applyPragmas(db);
+  if (mode.durability === 'relaxed') db.pragma('synchronous = NORMAL');
+  // A write now takes the exclusive lock in embedded mode, also when the log already exists. The
+  // identity is checked again under the write lock: another process may have created the schema.
+  db.transaction(() => {
+    if (checkIdentity(db) === 'ours') return void db.exec(TYPE_INDEX);
+    db.exec(SCHEMA);
+    db.pragma(`application_id = ${APPLICATION_ID}`);
+    db.pragma(`user_version = ${SCHEMA_VERSION}`);
+  }).immediate();
+};
+
 /**
  * Embedded mode: exclusive locking mode, set before the first WAL access, keeps the WAL index in
  * process memory and holds an OS lock on the file from the first write until close: a second process
@@ -135,21 +156,18 @@ export const openLogDatabase = (file: string, mode: OpenMode): Database.Database
   }
   try {
     if (!mode.shared) db.pragma('locking_mode = EXCLUSIVE');
-    // Checked before the pragmas write anything, so a foreign file stays untouched. In one read
-    // transaction: its two reads must see one state of the file, not another process's schema
-    // creation between them (application id still 0, tables already there: "another application").
-    db.transaction(() => checkIdentity(db))();
-    applyPragmas(db);
-    if (mode.durability === 'relaxed') db.pragma('synchronous = NORMAL');
-    // A write now takes the exclusive lock in embedded mode, also when the log already exists. The
-    // identity is checked again under the write lock: another process may have created the schema.
-    db.transaction(() => {
-      if (checkIdentity(db) === 'ours') return void db.exec(TYPE_INDEX);
-      db.exec(SCHEMA);
-      db.pragma(`application_id = ${APPLICATION_ID}`);
-      db.pragma(`user_version = ${SCHEMA_VERSION}`);
-    }).immediate();
-    return db;
+    for (const began = Date.now(); ; ) {
+      try {
+        setUp(db, mode);
+        return db;
+      } catch (error) {
+        // Shared mode: processes started together on a fresh file set it up in turns, and one was seen
+        // refused busy there (two API servers starting at once on a loaded machine). Every step can
+        // be run again.
+        if (!mode.shared || (error as { code?: unknown }).code !== 'SQLITE_BUSY' || Date.now() - began > SET_UP_WAIT_FACTOR * mode.busyTimeoutMs) throw error;
+        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20 + Math.random() * 30);
+      }
+    }
   } catch (error) {
     db.close();
     const code = (error as { code?: unknown }).code;

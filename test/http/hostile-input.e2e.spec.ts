@@ -21,6 +21,8 @@ import { surfaceOf, type Surface } from '../support/surfaces.js';
 
 /** Runs of each property; a run is one request, to a route the run picks. */
 const RUNS = 400;
+/** node:http's default limit on a request's line and headers, which the server keeps. */
+const HEAD_LIMIT = 16 * 1024;
 /** Every request must be answered completely within this time: a hang fails the property, not mocha. */
 const ANSWER_WITHIN_MS = 10_000;
 /** The server's default BODY_LIMIT_BYTES. */
@@ -822,7 +824,16 @@ describe('hostile input on every route (property, e2e)', function () {
             ...input.requestId.map((v): [string, string] => ['X-Request-ID', v]),
             ...(body === null ? [] : [['Content-Type', 'application/json'] as [string, string]]),
           ];
-          const { reply, writes, label } = await send(route, route.method, targetOf(route, input.path, ''), headers, body);
+          const target = targetOf(route, input.path, '');
+          const { reply, writes, label } = await send(route, route.method, target, headers, body);
+          // Long ids and a long credential together can pass node:http's limit on a request's head
+          // (16 KiB): that request is refused unread, before its key or request id are looked at.
+          if (reply.status === 431) {
+            const head = Buffer.byteLength(`${route.method} ${target} HTTP/1.1\r\n`, 'latin1') + headers.reduce((n, [k, v]) => n + k.length + Buffer.byteLength(v, 'latin1') + 4, 0);
+            expect(head, `${label}\n  a 431 for a head within the limit`).to.be.greaterThan(HEAD_LIMIT - 1024);
+            expect(writes.map((e) => e.type), `${label}\n  a refused request wrote`).to.deep.equal([]);
+            return;
+          }
           const sent = headerSeen(input.requestId);
           const answered = reply.headers['x-request-id'];
           if (input.requestId.length > 0 && VALID_REQUEST_ID.test(sent)) expect(answered, `${label}\n  a valid request id is echoed`).to.equal(sent);

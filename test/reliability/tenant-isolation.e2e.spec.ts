@@ -6,6 +6,7 @@ import { expect } from 'chai';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { deliveryStream } from '../../src/domain/delivery/ids.js';
+import { replayStream } from '../../src/domain/replay/replay.js';
 import { eventually } from '../support/webhooks-dispatch.js';
 import { startReceiver, type Receiver } from '../support/receiver.js';
 import { startTestService, type TestService, type TestWorkspace } from '../support/server.js';
@@ -21,6 +22,7 @@ const KIND_BEFORE: Readonly<Record<string, string>> = {
   articles: 'article',
   webhooks: 'webhook',
   deliveries: 'delivery',
+  replays: 'replay',
 };
 
 /** A body that would succeed on the caller's own record, so only ownership can refuse it. */
@@ -30,6 +32,7 @@ const BODIES: Readonly<Record<string, unknown>> = {
   'POST /api/v1/tickets/:id/messages': { content: 'intruder' },
   'PATCH /api/v1/articles/:article_id': { title: 'taken over' },
   'PATCH /api/v1/webhooks/:webhook_id': { description: 'taken over' },
+  'POST /api/v1/webhooks/:webhookId/replay': { since: 0 },
 };
 
 describe('tenant isolation matrix (e2e)', function () {
@@ -61,6 +64,9 @@ describe('tenant isolation matrix (e2e)', function () {
       const id: unknown = history.body.items[0]?.id;
       return typeof id === 'string' ? id : undefined;
     });
+    const replay = await a.api('POST', `/api/v1/webhooks/${ids['webhook']}/replay`, { since: 0 });
+    expect(replay.status, JSON.stringify(replay.body)).to.equal(202);
+    ids['replay'] = String(replay.body.id);
     expect(Object.values(ids).every((id) => /^[0-9a-f]{32}$/.test(id)), JSON.stringify(ids)).to.equal(true);
   });
   after(async () => {
@@ -78,8 +84,9 @@ describe('tenant isolation matrix (e2e)', function () {
       a.api('GET', `/api/v1/articles/${ids['article']}`),
       a.api('GET', '/api/v1/webhooks'),
     ]);
-    // A's delivery records go on being written as its own deliveries conclude: they are not B's doing.
-    const owned = events.filter((e) => e.stream !== deliveryStream(ids['webhook'] as string));
+    // A's delivery records, and its replay's progress, go on being written as its own deliveries
+    // conclude: they are not B's doing.
+    const owned = events.filter((e) => e.stream !== deliveryStream(ids['webhook'] as string) && e.stream !== replayStream(ids['webhook'] as string));
     return { events: owned.map((e) => e.id), reads: reads.map((r) => r.body) };
   };
 

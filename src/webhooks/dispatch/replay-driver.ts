@@ -18,7 +18,7 @@ import type { SubscriptionDirectory } from '../subscriptions.js';
 import type { Dispatcher } from './dispatcher.js';
 
 /** A replay's deliveries scheduled and not attempted yet, at most. */
-export const REPLAY_WINDOW = 16;
+export const REPLAY_WINDOW = 8;
 /** How long a paced replay waits before looking at the room again. */
 const PACE_MS = 20;
 const PROGRESS_EVERY_MS = 1_000;

@@ -38,9 +38,9 @@ const APPLICATION_ID = 0x53504448;
 /** Deliveries written per transaction at most (a packed record holds many). */
 const BATCH = 5_000;
 /**
- * An open transaction commits this long after its first write: pages of the history show that much
- * later, and a delivery's steps (scheduled, attempted) mostly land in one commit, which rewrites each
- * index page they touch once (a commit per macrotask cost the dispatcher thread a tenth of its time).
+ * An open transaction commits this long after its first write, not at every macrotask: pages of the
+ * history show that much later, and a delivery's steps (scheduled, attempted) mostly land in one
+ * commit, which writes its row once (see `staged`).
  */
 export const COMMIT_AFTER_MS = 50;
 

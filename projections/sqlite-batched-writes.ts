@@ -1,7 +1,8 @@
 // One SQLite write transaction at a time for a projection store: opened by the first write, committed
 // on the next macrotask (or `commitAfterMs` later) or after `batch` counted writes, so a catch-up
-// commits once per page of the log rather than once per event. A failed write or commit rolls the transaction back and throws what
-// the store's `failed` makes of the error (a ProjectionReset: its runners resume from the file's checkpoints).
+// commits once per page of the log rather than once per event. A failed write or commit rolls the
+// transaction back and throws what the store's `failed` makes of the error (a ProjectionReset: its
+// runners resume from the file's checkpoints).
 import type Database from 'better-sqlite3';
 
 export interface BatchedWrites {

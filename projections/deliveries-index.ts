@@ -8,14 +8,14 @@
 // tests (deliveries-index-memory.ts). One contract suite runs against each (test/webhooks/delivery-index.contract.ts).
 import { deliveryAggregate, unpackSteps, type Delivery, type DeliveryStatus } from '../src/domain/delivery/delivery.js';
 import { SUBSCRIPTION_EVENTS, subscriptionStream } from '../src/domain/subscription/subscription.js';
-import { DELIVERY_RECORDED } from '../src/domain/delivery/delivery.js';
+import { DELIVERY_RECORD_TYPES } from '../src/domain/delivery/delivery.js';
 import type { ProjectedEvent } from './tickets-store.js';
 
 /** Bumped whenever what the index keeps or how it evolves changes: a store of another version is rebuilt from the log. */
 export const DELIVERY_INDEX_VERSION = 2;
 
 /** The events the index applies. */
-export const DELIVERY_INDEX_TYPES: readonly string[] = [DELIVERY_RECORDED, SUBSCRIPTION_EVENTS.deleted];
+export const DELIVERY_INDEX_TYPES: readonly string[] = [...DELIVERY_RECORD_TYPES, SUBSCRIPTION_EVENTS.deleted];
 
 export interface IndexedDelivery {
   readonly delivery: Delivery;

@@ -9,7 +9,7 @@
 // the topic).
 import type { Kafka } from 'kafkajs';
 import { SUBSCRIPTION_EVENTS, subscriptionStream } from '../domain/subscription/subscription.js';
-import { DELIVERY_RECORDED } from '../domain/delivery/delivery.js';
+import { DELIVERY_RETRY_REQUESTED } from '../domain/delivery/delivery.js';
 import type { LogSubscription, RecordedEvent } from '../log/event-log.js';
 import type { Dispatcher } from '../webhooks/dispatch/dispatcher.js';
 import type { LogTail, LogTailOptions } from '../webhooks/dispatch/log-tail.js';
@@ -56,7 +56,7 @@ export const createKafkaSource =
         const after = await log.headPosition();
         const history = await (restore?.() ?? wholeHistory(log));
         await dispatcher.resume(history.deliveries, history.fannedOutThrough);
-        internal = log.subscribe({ after, types: [SUBSCRIPTION_EVENTS.deactivated, DELIVERY_RECORDED] }, fromLog(dispatcher));
+        internal = log.subscribe({ after, types: [SUBSCRIPTION_EVENTS.deactivated, DELIVERY_RETRY_REQUESTED] }, fromLog(dispatcher));
         internal.done.catch((error: unknown) => console.error('webhook deactivations and retry requests stopped:', error));
         await consumer.start();
       },

@@ -15,6 +15,13 @@ export type DeliveryStatus = 'waiting' | 'delivered' | 'failed' | 'cancelled';
  * events' count.
  */
 export const DELIVERY_RECORDED = 'delivery.recorded';
+/**
+ * A manual retry is recorded as an event of its own type, not packed: the dispatchers tail the log
+ * for it, and a tail of this type alone does not read back every record of their own.
+ */
+export const DELIVERY_RETRY_REQUESTED = 'delivery.retry_requested';
+/** Every log event type that carries delivery steps. */
+export const DELIVERY_RECORD_TYPES: readonly string[] = [DELIVERY_RECORDED, DELIVERY_RETRY_REQUESTED];
 
 type Step = Pick<RecordedEvent, 'type' | 'data'>;
 
@@ -126,7 +133,7 @@ const evolve: Aggregate<State, DeliveryCommand>['evolve'] = (state, { type, data
     }
     case 'delivery.cancelled':
       return state.status === 'waiting' ? { ...state, status: 'cancelled', nextAttemptAt: null } : state;
-    case 'delivery.retry_requested':
+    case DELIVERY_RETRY_REQUESTED:
       if (num(data, 'round') <= state.round) return state;
       return { ...state, status: 'waiting', round: num(data, 'round'), attempt: 0, nextAttemptAt: num(data, 'requested_at') };
     default:
@@ -186,7 +193,7 @@ const decide: Aggregate<State, DeliveryCommand>['decide'] = (command, state) => 
     case 'retry':
       if (state.status === 'waiting') return conflict('Delivery is already waiting for an attempt', state);
       if (state.status === 'delivered') return conflict('Delivery was already delivered', state);
-      return right([{ type: 'delivery.retry_requested', data: { delivery_id: state.id, round: state.round + 1, requested_at: command.at } }]);
+      return right([{ type: DELIVERY_RETRY_REQUESTED, data: { delivery_id: state.id, round: state.round + 1, requested_at: command.at } }]);
   }
 };
 

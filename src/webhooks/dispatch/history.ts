@@ -4,7 +4,7 @@
 // dispatchers pick the request up from the log (src/bus/webhook-source.ts).
 import * as path from 'node:path';
 import { left, right } from 'fp-ts/lib/Either.js';
-import { deliveryAggregate, packSteps } from '../../domain/delivery/delivery.js';
+import { deliveryAggregate } from '../../domain/delivery/delivery.js';
 import { deliveryStream, recordedEventId } from '../../domain/delivery/ids.js';
 import { domainError } from '../../domain/errors.js';
 import { unavailable } from '../../http/api-error.js';
@@ -43,8 +43,8 @@ export const recordRetryRequest =
     }
     const result = deliveryAggregate.decide({ kind: 'retry', at: clock() }, delivery);
     if (result._tag === 'Left') return result;
-    const packed = packSteps(result.right);
-    await log.append(stream, [{ id: recordedEventId(result.right), type: packed.type, workspaceId: subscription.workspaceId, data: packed.data }], 'any');
+    // Unpacked, each step an event of its own type (DELIVERY_RETRY_REQUESTED), which the dispatchers tail.
+    await log.append(stream, result.right.map((step) => ({ id: recordedEventId([step]), type: step.type, workspaceId: subscription.workspaceId, data: step.data })), 'any');
     return right(result.right.reduce(deliveryAggregate.evolve, delivery) ?? delivery);
   };
 

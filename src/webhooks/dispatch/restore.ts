@@ -1,6 +1,6 @@
 // Reads the delivery history back from the log at start: the deliveries (to reschedule those still
 // waiting) and the fan-out checkpoint derived from it, the highest `fanned_out_through` recorded.
-import { DELIVERY_RECORDED, deliveryAggregate, unpackSteps, type Delivery } from '../../domain/delivery/delivery.js';
+import { DELIVERY_RECORD_TYPES, deliveryAggregate, unpackSteps, type Delivery } from '../../domain/delivery/delivery.js';
 import type { EventLog } from '../../log/event-log.js';
 import type { RestoredDelivery } from './dispatcher.js';
 
@@ -13,7 +13,7 @@ export const readDeliveryHistory = async (log: EventLog, pageSize = 10_000): Pro
   const deliveries = new Map<string, { delivery: Delivery; workspaceId: string }>();
   let fannedOutThrough = 0;
   for (let after = 0; ; ) {
-    const page = await log.readAll({ after, limit: pageSize, types: [DELIVERY_RECORDED] });
+    const page = await log.readAll({ after, limit: pageSize, types: DELIVERY_RECORD_TYPES });
     for (const event of page) {
       for (const step of unpackSteps(event)) {
         const id = String(step.data['delivery_id']);

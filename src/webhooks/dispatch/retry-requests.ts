@@ -1,25 +1,20 @@
 // Manual retries recorded in the log by a process without the dispatcher (src/webhooks/dispatch/history.ts:
 // an API server, or the embedded main thread whose dispatcher runs in a worker thread), taken up by the
 // dispatchers that tail the log for them.
-import { DELIVERY_RECORDED, unpackSteps } from '../../domain/delivery/delivery.js';
+import { DELIVERY_RETRY_REQUESTED } from '../../domain/delivery/delivery.js';
 import { subscriptionOfStream } from '../../domain/delivery/ids.js';
 import type { LogSubscription, RecordedEvent } from '../../log/event-log.js';
 import type { Dispatcher } from './dispatcher.js';
 import type { EventSource } from './feature.js';
 import type { LogTail } from './log-tail.js';
 
-/** The step of a manual retry (src/domain/delivery/delivery.ts). */
-const RETRY_REQUESTED = 'delivery.retry_requested';
-
-/** Hands each manual retry request of a delivery history event to the dispatcher; ignores the other steps. */
+/** Hands a manual retry request recorded in the log (a DELIVERY_RETRY_REQUESTED event) to the dispatcher; ignores anything else. */
 export const takeUpRetryRequests =
   (dispatcher: Pick<Dispatcher, 'retryRequested'>) =>
   async (event: RecordedEvent): Promise<void> => {
     const subscriptionId = subscriptionOfStream(event.stream);
-    if (subscriptionId === null) return;
-    for (const step of unpackSteps(event)) {
-      if (step.type === RETRY_REQUESTED) await dispatcher.retryRequested(subscriptionId, String(step.data['delivery_id']), Number(step.data['round']));
-    }
+    if (subscriptionId === null || event.type !== DELIVERY_RETRY_REQUESTED) return;
+    await dispatcher.retryRequested(subscriptionId, String(event.data['delivery_id']), Number(event.data['round']));
   };
 
 /**
@@ -36,7 +31,7 @@ export const withRetryRequests =
       async start() {
         const after = await options.log.headPosition();
         await tail.start();
-        requests = options.log.subscribe({ after, types: [DELIVERY_RECORDED] }, takeUpRetryRequests(options.dispatcher));
+        requests = options.log.subscribe({ after, types: [DELIVERY_RETRY_REQUESTED] }, takeUpRetryRequests(options.dispatcher));
         requests.done.catch((error: unknown) => console.error('webhook retry requests stopped:', error));
       },
       async stop() {

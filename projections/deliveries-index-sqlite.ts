@@ -29,6 +29,7 @@ import {
   type HistoryQuery,
   type IndexCheckpoint,
   type IndexedDelivery,
+  type PendingDeliveries,
 } from './deliveries-index.js';
 
 /** The file's name in DATA_DIR. */
@@ -93,6 +94,17 @@ const prepareFile = (db: Database.Database, file: string): void => {
   db.pragma(`user_version = ${DELIVERY_INDEX_VERSION}`);
 };
 
+/** The index as the file has it: also what a restarting dispatcher takes over, read on any connection. */
+export interface SqliteDeliveryHistory extends DeliveryHistoryReader {
+  /** The waiting deliveries and those past the fan-out checkpoint, as of the last commit. */
+  pending(): Promise<PendingDeliveries>;
+}
+
+/** The writer: also commits its open transaction on demand (a reader on another connection sees it then). */
+export interface SqliteDeliveryIndex extends DeliveryIndex {
+  commit(): void;
+}
+
 interface Row {
   readonly json: string;
   readonly workspace: string;
@@ -105,7 +117,7 @@ const indexFor = (query: HistoryQuery): string =>
   query.status === undefined ? (query.eventType === undefined ? 'd_sub' : 'd_sub_type') : query.eventType === undefined ? 'd_sub_status' : 'd_sub_status_type';
 
 /** Page and get, on either connection. */
-const historyReads = (db: Database.Database): Omit<DeliveryHistoryReader, 'close'> => {
+const historyReads = (db: Database.Database): Omit<SqliteDeliveryHistory, 'close'> => {
   const statements = new Map<string, Database.Statement>();
   const prepared = (sql: string): Database.Statement => {
     let statement = statements.get(sql);
@@ -151,6 +163,16 @@ const historyReads = (db: Database.Database): Omit<DeliveryHistoryReader, 'close
       }
       return counts;
     },
+    async pending() {
+      // One read transaction: the rows as of the checkpoint read with them.
+      const read = db.transaction(() => {
+        const { fannedOutThrough } = prepared('SELECT fanned_out_through AS fannedOutThrough FROM meta').get() as { fannedOutThrough: number };
+        const sql = "SELECT json, workspace FROM deliveries WHERE status = 'waiting' UNION SELECT json, workspace FROM deliveries WHERE event_position > ?";
+        const rows = prepared(sql).all(fannedOutThrough) as Row[];
+        return { deliveries: rows.map((row) => ({ delivery: deliveryOf(row.json), workspaceId: row.workspace })), fannedOutThrough };
+      });
+      return read.deferred();
+    },
   };
 };
 
@@ -171,7 +193,7 @@ const open = (file: string, configure: (db: Database.Database) => void): Databas
 };
 
 /** The writer: one per file (the embedded dispatcher thread). */
-export const openSqliteDeliveryIndex = (options: { readonly file: string; readonly batch?: number }): DeliveryIndex => {
+export const openSqliteDeliveryIndex = (options: { readonly file: string; readonly batch?: number }): SqliteDeliveryIndex => {
   const db = open(options.file, (db) => {
     db.pragma('journal_mode = WAL');
     db.transaction(() => prepareFile(db, options.file)).immediate();
@@ -282,13 +304,11 @@ export const openSqliteDeliveryIndex = (options: { readonly file: string; readon
       });
       writes.counted(written);
     },
-    async pending() {
+    pending() {
       commit();
-      const rows = db
-        .prepare("SELECT json, workspace FROM deliveries WHERE status = 'waiting' UNION SELECT json, workspace FROM deliveries WHERE event_position > ?")
-        .all(checkpoint.fannedOutThrough) as Row[];
-      return { deliveries: rows.map((row) => ({ delivery: deliveryOf(row.json), workspaceId: row.workspace })), fannedOutThrough: checkpoint.fannedOutThrough };
+      return reads.pending();
     },
+    commit,
     async prune(before, limit) {
       let pruned = 0;
       write(() => {
@@ -322,7 +342,7 @@ export const openSqliteDeliveryIndex = (options: { readonly file: string; readon
 };
 
 /** A reader (the API thread): page and get only, never a write. */
-export const openSqliteDeliveryHistory = (options: { readonly file: string }): DeliveryHistoryReader => {
+export const openSqliteDeliveryHistory = (options: { readonly file: string }): SqliteDeliveryHistory => {
   const db = open(options.file, (db) => {
     db.pragma('journal_mode = WAL');
     // The writer creates the schema; a reader that comes first creates the same one.

@@ -39,7 +39,7 @@ import { createKafkaSource } from './webhook-source.js';
  * the SQLite file, shared by the processes of one host, and by the embedded role's two threads (one
  * embedded service per data folder is kept by src/log/instance-lock.ts).
  */
-export const openRoleLog = async (config: Config, clock: MicrosClock, thread: 'main' | 'dispatcher' = 'main'): Promise<EventLog> => {
+export const openRoleLog = async (config: Config, clock: MicrosClock, thread: 'main' | 'dispatcher' | 'indexer' = 'main'): Promise<EventLog> => {
   if (config.eventstoreUrl !== null) {
     const sequencer = thread === 'main' && (config.role === 'relay' || config.role === 'all');
     return openEventStoreDbLog({ connectionString: config.eventstoreUrl, sequencer, clock });
@@ -49,15 +49,18 @@ export const openRoleLog = async (config: Config, clock: MicrosClock, thread: 'm
   // The embedded main thread announces its commits to its dispatcher thread, which fans out at once
   // instead of at its next poll. Not the other way: the main thread's tails would wake at each
   // recorded delivery step; the poll takes those up in batches.
-  const commitsChannel = config.role === 'all' ? { name: `event-log:${path.resolve(file)}`, role: thread === 'main' ? ('announce' as const) : ('hear' as const) } : undefined;
+  // The history indexer hears neither: it reads the delivery engine's records, which the poll takes up in batches.
+  const commitsChannel =
+    config.role === 'all' && thread !== 'indexer' ? { name: `event-log:${path.resolve(file)}`, role: thread === 'main' ? ('announce' as const) : ('hear' as const) } : undefined;
   // The delivery engine's connection records only its own bookkeeping, which no client was told of:
-  // its commits skip the fsync (a lost record repeats an attempt, at least once as always).
-  const durability = thread === 'dispatcher' || config.role === 'dispatcher' ? 'relaxed' : 'full';
+  // its commits skip the fsync (a lost record repeats an attempt, at least once as always). The
+  // indexer's only reads.
+  const durability = thread === 'main' && config.role !== 'dispatcher' ? 'full' : 'relaxed';
   return openSqliteLog({ file, clock, shared: true, durability, ...(commitsChannel === undefined ? {} : { commitsChannel }) });
 };
 
-/** The log of the embedded role's dispatcher thread: its own connection, never the sequencer. */
-export const openDispatcherLog = (config: Config, clock: MicrosClock): Promise<EventLog> => openRoleLog(config, clock, 'dispatcher');
+/** The log of the embedded role's dispatcher thread, or of its history indexer: its own connection, never the sequencer. */
+export const openDispatcherLog = (config: Config, clock: MicrosClock, thread: 'dispatcher' | 'indexer' = 'dispatcher'): Promise<EventLog> => openRoleLog(config, clock, thread);
 
 // A claim outlives one attempt (at most the timeout) and its recording; then another dispatcher takes it.
 const CLAIM_LEASE_MARGIN_MS = 5_000;

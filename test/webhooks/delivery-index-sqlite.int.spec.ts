@@ -71,6 +71,31 @@ describe('delivery history index file (int)', () => {
     }
   });
 
+  it("hands a reader on another connection what waits as of the writer's last commit, rows and fan-out checkpoint together", async () => {
+    const writer = openSqliteDeliveryIndex({ file: temp.file });
+    const reader = openSqliteDeliveryHistory({ file: temp.file });
+    const fannedOut = (position: number) => {
+      const event = scheduled(position);
+      const [step] = (event.data as { steps: { data: Record<string, unknown> }[] }).steps;
+      step!.data['fanned_out_through'] = position;
+      return event;
+    };
+    try {
+      writer.apply(fannedOut(1));
+      expect(await reader.pending()).to.deep.equal({ deliveries: [], fannedOutThrough: 0 });
+      writer.commit();
+      writer.apply(fannedOut(2));
+      const committed = await reader.pending();
+      expect(committed.fannedOutThrough).to.equal(1);
+      expect(committed.deliveries.map((p) => [p.delivery.id, p.delivery.status, p.workspaceId])).to.deep.equal([['d1', 'waiting', 'ws']]);
+      writer.commit();
+      expect((await reader.pending()).deliveries.map((p) => p.delivery.id).sort()).to.deep.equal(['d1', 'd2']);
+    } finally {
+      await reader.close();
+      await writer.close();
+    }
+  });
+
   it('writes a delivery changed twice before a commit in its last state, seen at once by the writer and after the commit by a reader', async () => {
     const writer = openSqliteDeliveryIndex({ file: temp.file });
     const reader = openSqliteDeliveryHistory({ file: temp.file });

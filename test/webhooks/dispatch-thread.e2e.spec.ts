@@ -108,6 +108,34 @@ describe('webhook delivery in its worker thread (e2e)', () => {
     });
   });
 
+  it('starts the worker again when its history index thread dies, and the history still shows every delivery', async () => {
+    receiver = await startReceiver();
+    test = await startTestService(FAST_RETRIES);
+    const ws = await test.createWorkspace();
+    const sub = await subscribe(ws, receiver.url);
+    const thread = test.service.dispatcherThread!;
+    const first = thread.threadId();
+
+    const events: RecordedEvent[] = [];
+    for (let i = 0; i < 10; i++) events.push(await emit(test, ws.workspaceId));
+    thread.killIndex();
+    await eventually('the worker ended with its index thread', () => thread.threadId() !== first);
+    for (let i = 0; i < 10; i++) events.push(await emit(test, ws.workspaceId));
+
+    await thread.running();
+    expect(thread.threadId()).to.be.a('number').and.not.equal(first);
+    await eventually('every event delivered', () => {
+      const received = new Set(receiver!.requests.map(eventIdOf));
+      return events.every((e) => received.has(e.id));
+    });
+    await eventually('every delivery listed as delivered', async () => {
+      const page = await ws.api('GET', `/api/v1/webhooks/${sub.id}/deliveries?page_size=100&status=delivered`);
+      expect(page.status, JSON.stringify(page.body)).to.equal(200);
+      const listed = new Set((page.body.items as { event_id: string }[]).map((d) => d.event_id));
+      return events.every((e) => listed.has(e.id));
+    });
+  });
+
   it('cancels an attempt in flight in the worker when the subscription is deleted', async () => {
     receiver = await startReceiver();
     receiver.respond({ kind: 'hang' });

@@ -7,7 +7,7 @@ import type { MicrosClock } from '../../log/clock.js';
 import type { EventLog } from '../../log/event-log.js';
 import { deliveryNow } from './delivery-now.js';
 import type { DeliveryRecords } from './dispatcher.js';
-import { DELIVERY_INDEX_TYPES, type DeliveryIndex, type PendingDeliveries } from '../../../projections/deliveries-index.js';
+import { DELIVERY_INDEX_TYPES, type DeliveryHistoryReader, type DeliveryIndex, type PendingDeliveries } from '../../../projections/deliveries-index.js';
 
 /** Deliveries pruned per transaction, so a prune never holds the index for long. */
 const PRUNE_BATCH = 1_000;
@@ -27,9 +27,12 @@ export interface HistoryIndexer {
   stop(): Promise<void>;
 }
 
-/** A dispatcher's reads of deliveries it does not hold, from the index (and the records after its position), never the whole log. */
-export const recordsFromIndex = (log: EventLog, index: DeliveryIndex, indexer: HistoryIndexer): DeliveryRecords => ({
-  waiting: async () => (await indexer.pending()).deliveries.filter(({ delivery }) => delivery.status === 'waiting'),
+/**
+ * A dispatcher's reads of deliveries it does not hold, from the index (and the records after its
+ * position), never the whole log; `pending` reads what waits once the index has caught up with the log.
+ */
+export const recordsFromIndex = (log: EventLog, index: DeliveryHistoryReader, pending: () => Promise<PendingDeliveries>): DeliveryRecords => ({
+  waiting: async () => (await pending()).deliveries.filter(({ delivery }) => delivery.status === 'waiting'),
   current: (subscriptionId, deliveryId) => deliveryNow(index, log, subscriptionId, deliveryId),
 });
 

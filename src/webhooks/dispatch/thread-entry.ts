@@ -1,20 +1,22 @@
 // The worker thread of src/webhooks/dispatch/thread.ts: the embedded role's webhook delivery engine on
 // its own connection to the log (shared mode), fed by a tail of the log that also takes up the manual
 // retries the main thread records there. It builds only what the engine needs; its clock is the
-// system's. It also keeps the delivery-history index the main thread's deliveries route reads, and
-// restarts from it: only the deliveries still waiting are read, not the history. A failure to start
-// ends the thread with the error, which the main thread reports.
+// system's. The delivery-history index the main thread's deliveries route reads is kept by a thread of
+// its own (index-thread.ts), started first; a restart takes over what the index says waits, reading
+// it on this thread's own connection: only the deliveries still waiting, not the history. A failure to
+// start ends the thread with the error, which the main thread reports; so does the index thread's death.
 import * as path from 'node:path';
 import { getHeapStatistics } from 'node:v8';
 import { parentPort, workerData } from 'node:worker_threads';
-import { DELIVERY_HISTORY_FILE, openSqliteDeliveryIndex } from '../../../projections/deliveries-index-sqlite.js';
+import { DELIVERY_HISTORY_FILE, openSqliteDeliveryHistory } from '../../../projections/deliveries-index-sqlite.js';
 import { backgroundCore } from '../../app/log-core.js';
 import { openDispatcherLog } from '../../bus/roles.js';
 import type { Config } from '../../config/config.js';
 import { systemMicros } from '../../log/clock.js';
 import type { Dispatcher } from './dispatcher.js';
 import { webhooksWithDelivery, type EventSource } from './feature.js';
-import { createHistoryIndexer, recordsFromIndex } from './history-index.js';
+import { recordsFromIndex } from './history-index.js';
+import { startHistoryIndexThread } from './index-thread.js';
 import { createLogTail } from './log-tail.js';
 import { withRetryRequests } from './retry-requests.js';
 import type { FromWorker, ToWorker } from './thread.js';
@@ -24,8 +26,16 @@ if (port === null) throw new Error('thread-entry runs in a worker thread');
 const { config } = workerData as { config: Config };
 
 const log = await openDispatcherLog(config, systemMicros);
-const index = openSqliteDeliveryIndex({ file: path.join(config.dataDir, DELIVERY_HISTORY_FILE) });
-const indexer = createHistoryIndexer(log, index, { retentionMs: config.webhooks.historyRetentionMs, clock: systemMicros });
+const indexThread = await startHistoryIndexThread(config, (error) => {
+  console.error('webhook dispatcher thread: its delivery history index thread died, ending this thread too:', error);
+  process.exit(1);
+});
+const index = openSqliteDeliveryHistory({ file: path.join(config.dataDir, DELIVERY_HISTORY_FILE) });
+/** What waits, once the index has committed everything the log has now. */
+const pending = async () => {
+  await indexThread.appliedThrough(await log.headPosition());
+  return index.pending();
+};
 // The engine reads subscriptions and reports on them through the command handler only.
 const core = backgroundCore(config, log, systemMicros);
 // The dispatcher, as the engine hands it to its event source, for the deletions the main thread forwards.
@@ -33,37 +43,37 @@ let dispatcher: Dispatcher | null = null;
 const source: EventSource = (options) => {
   dispatcher = options.dispatcher;
   const restore = async () => {
-    const pending = await indexer.pending();
+    const waiting = await pending();
     // The history of subscriptions deleted while no thread was looking (their marker gone with their stream).
-    const gone = new Set(pending.deliveries.filter((p) => options.subscriptions.get(p.workspaceId, p.delivery.subscriptionId) === undefined).map((p) => p.delivery.subscriptionId));
-    for (const subscriptionId of gone) await index.forget(subscriptionId);
-    return pending;
+    const gone = new Set(waiting.deliveries.filter((p) => options.subscriptions.get(p.workspaceId, p.delivery.subscriptionId) === undefined).map((p) => p.delivery.subscriptionId));
+    for (const subscriptionId of gone) await indexThread.forget(subscriptionId);
+    return waiting;
   };
   return withRetryRequests(createLogTail)({ ...options, restore });
 };
 // A delivery it does not hold (a manual retry of one settled long ago) is read from the index too.
-const engine = webhooksWithDelivery(source, undefined, recordsFromIndex(log, index, indexer))(core);
+const engine = webhooksWithDelivery(source, undefined, recordsFromIndex(log, index, pending))(core);
 const send = (message: FromWorker): void => port.postMessage(message);
-const pong = (id: number): void => send({ kind: 'pong', id, heapUsedBytes: getHeapStatistics().used_heap_size });
+const pong = (id: number, indexHeap = 0): void => send({ kind: 'pong', id, heapUsedBytes: getHeapStatistics().used_heap_size + indexHeap });
 
-const started = (async () => {
-  await indexer.start();
-  await engine.start?.();
-})();
+const started = (async () => engine.start?.())();
 let stopping: Promise<void> | null = null;
 port.on('message', (message: ToWorker) => {
-  if (message.kind === 'ping') return pong(message.id);
+  // A ping is answered once the index thread answers too, with both threads' heap in use (the main
+  // thread's figures leave out their isolates).
+  if (message.kind === 'ping') return void indexThread.heapUsedBytes().then((indexHeap) => pong(message.id, indexHeap), () => undefined);
   if (message.kind === 'deleted') {
     const { subscriptionId } = message;
     // Its attempts in flight are cancelled before its first await: the DELETE may answer now.
     dispatcher?.subscriptionDeleted(subscriptionId).catch((error: unknown) => console.error(`webhook ${subscriptionId}: deleting its delivery history:`, error));
-    index.forget(subscriptionId).catch((error: unknown) => console.error(`webhook ${subscriptionId}: dropping its delivery history from the index:`, error));
+    indexThread.forget(subscriptionId).catch((error: unknown) => console.error(`webhook ${subscriptionId}: dropping its delivery history from the index:`, error));
     return pong(message.id);
   }
+  if (message.kind === 'kill-index') return void indexThread.kill();
   stopping ??= (async () => {
     await started.catch(() => undefined);
     await engine.stop?.();
-    await indexer.stop();
+    await indexThread.stop();
     await index.close();
     await log.close();
     process.exit(0);
@@ -72,6 +82,7 @@ port.on('message', (message: ToWorker) => {
 try {
   await started;
 } catch (error) {
+  await indexThread.stop();
   await index.close();
   await log.close();
   throw error;

@@ -16,6 +16,8 @@ import { startWorker } from '../../shared/worker.js';
 /** Main thread → worker. */
 export type ToWorker =
   | { readonly kind: 'stop' }
+  /** Ends the worker's history index thread abruptly, as a crash would (tests). */
+  | { readonly kind: 'kill-index' }
   | { readonly kind: 'ping'; readonly id: number }
   /** Answered with a pong once the worker has cancelled the subscription's attempts in flight. */
   | { readonly kind: 'deleted'; readonly subscriptionId: string; readonly id: number };
@@ -42,6 +44,8 @@ export interface DispatcherThread {
   heapUsedBytes(): Promise<number | null>;
   /** Ends the running worker abruptly, as a crash would (tests). */
   kill(): Promise<void>;
+  /** Ends the running worker's history index thread abruptly (tests); the worker ends with it. */
+  killIndex(): void;
   /**
    * The main thread's extension of the webhooks feature: a deletion its directory applies (before the
    * DELETE answers) is handed to the worker at once, which cancels the subscription's attempts in
@@ -173,6 +177,9 @@ export const createDispatcherThread = (config: Config, options: DispatcherThread
     heapUsedBytes: () => ping(HEAP_ANSWER_MS),
     async kill() {
       await worker?.terminate();
+    },
+    killIndex() {
+      worker?.postMessage({ kind: 'kill-index' } satisfies ToWorker);
     },
     forwardDeletions: (_core, { beforeDeleteAnswered }) => {
       // A worker not running meanwhile reads the subscriptions from the log when it starts; one that

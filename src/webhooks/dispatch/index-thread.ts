@@ -1,0 +1,96 @@
+// The embedded delivery-history index kept in a worker thread of the delivery thread: reading the
+// delivery records back from the log and writing them into the index file costs about as much as
+// sending the attempts, and none of it is on the way from a commit to its first attempt. The two
+// threads live and die together: the index thread ends with its parent, and the parent treats the
+// index thread's death as its own (the main thread starts both again). The parent reads the index on
+// a connection of its own; `appliedThrough` tells it when what it needs is committed.
+import { extname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Config } from '../../config/config.js';
+import { startWorker } from '../../shared/worker.js';
+
+/** Delivery thread → index thread. */
+export type ToIndexer =
+  | { readonly kind: 'sync'; readonly id: number; readonly position: number }
+  | { readonly kind: 'forget'; readonly id: number; readonly subscriptionId: string }
+  | { readonly kind: 'heap'; readonly id: number }
+  | { readonly kind: 'stop' };
+/** Index thread → delivery thread; every answer carries the thread's heap in use. */
+export type FromIndexer =
+  | { readonly kind: 'ready' }
+  | { readonly kind: 'done'; readonly id: number; readonly heapUsedBytes: number }
+  | { readonly kind: 'failed'; readonly id: number; readonly message: string };
+
+export interface HistoryIndexThread {
+  /** Resolves once the index has applied and committed every event of the log up to `position`. */
+  appliedThrough(position: number): Promise<void>;
+  /** Drops a deleted subscription's history; resolves once that is committed. */
+  forget(subscriptionId: string): Promise<void>;
+  /** The thread's heap in use. */
+  heapUsedBytes(): Promise<number>;
+  /** Ends the thread abruptly, as a crash would (tests). */
+  kill(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+const ENTRY = new URL(`./index-thread-entry${extname(fileURLToPath(import.meta.url))}`, import.meta.url);
+
+/**
+ * Starts the index thread; resolves once it has caught up with the log from the index's checkpoint.
+ * `died` hears of a thread that ends other than by `stop` (its requests under way fail too).
+ */
+export const startHistoryIndexThread = (config: Config, died: (error: Error) => void): Promise<HistoryIndexThread> =>
+  new Promise((resolve, reject) => {
+    const worker = startWorker(ENTRY, { workerData: { config }, name: 'webhook-history-index' });
+    const waiting = new Map<number, { readonly done: (heapUsedBytes: number) => void; readonly fail: (error: Error) => void }>();
+    let requests = 0;
+    let ready = false;
+    let stopping = false;
+    let failure: Error | null = null;
+    let exited: () => void = () => undefined;
+    const gone = new Promise<void>((done) => (exited = done));
+
+    const ask = (message: (id: number) => ToIndexer): Promise<number> =>
+      new Promise((done, fail) => {
+        if (failure !== null) return fail(failure);
+        const id = ++requests;
+        waiting.set(id, { done, fail });
+        worker.postMessage(message(id));
+      });
+
+    worker.on('message', (message: FromIndexer) => {
+      if (message.kind === 'ready') {
+        ready = true;
+        return resolve(thread);
+      }
+      const request = waiting.get(message.id);
+      waiting.delete(message.id);
+      if (message.kind === 'done') request?.done(message.heapUsedBytes);
+      else request?.fail(new Error(`delivery history index: ${message.message}`));
+    });
+    worker.on('error', (error) => {
+      failure = error;
+    });
+    worker.on('exit', (code) => {
+      failure ??= new Error(`delivery history index thread exited with code ${code}`);
+      for (const request of waiting.values()) request.fail(failure);
+      waiting.clear();
+      exited();
+      if (!ready) reject(failure);
+      else if (!stopping) died(failure);
+    });
+
+    const thread: HistoryIndexThread = {
+      appliedThrough: async (position) => void (await ask((id) => ({ kind: 'sync', id, position }))),
+      forget: async (subscriptionId) => void (await ask((id) => ({ kind: 'forget', id, subscriptionId }))),
+      heapUsedBytes: () => ask((id) => ({ kind: 'heap', id })),
+      async kill() {
+        await worker.terminate();
+      },
+      async stop() {
+        stopping = true;
+        worker.postMessage({ kind: 'stop' } satisfies ToIndexer);
+        await gone;
+      },
+    };
+  });

@@ -34,6 +34,7 @@ import { operatorsFeature } from './operators/feature.js';
 import { webhooksWithDeliveryFeature } from './webhooks/dispatch/feature.js';
 import { dispatcherThreadOf, type DispatcherThread } from './webhooks/dispatch/thread.js';
 import { secretBoxOf } from './webhooks/secrets.js';
+import { backlogRoutes } from './webhooks/dispatch/backlog.js';
 import { createTicketsFeature } from './tickets/feature.js';
 import { openApiRoutes } from './openapi/routes.js';
 import type { RouteModule } from './http/app.js';
@@ -149,6 +150,8 @@ export const startService = async (config: Config, options: ServiceOptions = {})
     return changes.length < KEY_CHANGES_PAGE ? (changes.at(-1)?.position ?? applied) : log.headPosition();
   });
   const thread = dispatcherThreadOf(features);
+  // The delivery engine's backlog, where this process runs one (in a thread or on its event loop).
+  const backlog = features.find((f) => f.deliveryBacklog !== undefined)?.deliveryBacklog;
   const { app, routes } = createHttpApp({
     directory,
     rateLimiter: core.rateLimiter,
@@ -163,7 +166,8 @@ export const startService = async (config: Config, options: ServiceOptions = {})
     idempotency: { log, handle, seal: secretBoxOf({ secretKey: config.webhooks.secretKey, dataDir: config.dataDir }, config.webhooks.previousSecretKeys), newId: randomId, nowMs: () => Math.floor(clock() / 1000), requestTimeoutMs: config.http.requestTimeoutMs, leaseMs: config.idempotencyLeaseMs },
     modules: withApiDocument([
       adminRoutes({ workspaces, planNames: Object.keys(config.plans), defaultPlan: config.defaultPlan, settled: directoryRunner.waitFor }),
-      metricsRoutes(thread === null ? [] : [{ thread: thread.check.name, usedBytes: thread.heapUsedBytes }]),
+      metricsRoutes(thread === null ? [] : [{ thread: thread.check.name, usedBytes: thread.heapUsedBytes }], backlog === undefined ? undefined : { source: backlog, clock }),
+      ...(backlog === undefined ? [] : [backlogRoutes(backlog, clock)]),
       ...features.flatMap((f) => (f.routes === undefined ? [] : [f.routes])),
     ]),
   });

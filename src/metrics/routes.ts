@@ -4,6 +4,8 @@
 // default heap figures are the main thread's isolate only: a service's worker threads add theirs.
 import { collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 import type { RouteModule } from '../http/app.js';
+import type { MicrosClock } from '../log/clock.js';
+import { lateSeconds, type BacklogSource, type DeliveryBacklog } from '../webhooks/dispatch/backlog.js';
 
 let shared: Registry | null = null;
 
@@ -21,7 +23,7 @@ export interface WorkerHeap {
   usedBytes(): Promise<number | null>;
 }
 
-export const metricsRoutes = (workers: readonly WorkerHeap[] = []): RouteModule => {
+export const metricsRoutes = (workers: readonly WorkerHeap[] = [], backlog?: { readonly source: BacklogSource; readonly clock: MicrosClock }): RouteModule => {
   // The service's own registry: several services in one process (tests) each have their workers.
   const own = new Registry();
   new Gauge({
@@ -38,6 +40,31 @@ export const metricsRoutes = (workers: readonly WorkerHeap[] = []): RouteModule 
       });
     },
   });
+  if (backlog !== undefined) {
+    // One read of the engine per scrape, for both gauges.
+    let scrape: Promise<DeliveryBacklog | null> | null = null;
+    const read = (): Promise<DeliveryBacklog | null> => (scrape ??= backlog.source().finally(() => setImmediate(() => (scrape = null))));
+    new Gauge({
+      name: 'webhook_deliveries_waiting',
+      help: 'Webhook attempts waiting in the retry schedule, not taken yet (left out while the delivery engine does not answer).',
+      registers: [own],
+      async collect() {
+        this.reset();
+        const now = await read();
+        if (now !== null) this.set(now.waiting);
+      },
+    });
+    new Gauge({
+      name: 'webhook_deliveries_late_seconds',
+      help: 'How long ago the earliest waiting webhook attempt fell due, in seconds (0 when none is late).',
+      registers: [own],
+      async collect() {
+        this.reset();
+        const now = await read();
+        if (now !== null) this.set(lateSeconds(now, backlog.clock()));
+      },
+    });
+  }
   return {
     admin(router) {
       router.get('/metrics', async (ctx) => {

@@ -12,6 +12,7 @@ import { deliveryIdOf, deliveryStream, replayDeliveryIdOf } from '../../domain/d
 import { isPublicEventType } from '../../domain/event-types.js';
 import { evolveSubscription, initialSubscription, subscriptionStream } from '../../domain/subscription/subscription.js';
 import type { MicrosClock } from '../../log/clock.js';
+import type { DeliveryBacklog } from './backlog.js';
 import type { EventLog, RecordedEvent } from '../../log/event-log.js';
 import type { DeliveryAsOf } from '../../../projections/deliveries-index.js';
 import { createKeyedLock } from '../../shared/keyed-lock.js';
@@ -105,6 +106,8 @@ export interface Dispatcher {
   replayRoom(): number;
   /** The replay's deliveries not attempted yet, as the subscription's stream has them. */
   replayBacklog(subscriptionId: string, replayId: string): Promise<number>;
+  /** The attempts waiting in the schedule and the earliest due time among them. */
+  backlog(): Promise<DeliveryBacklog>;
   start(): void;
   stop(): Promise<void>;
 }
@@ -488,6 +491,7 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
       await enqueue(hold(delivery, workspaceId), delivery.nextAttemptAt, 'offer');
     },
 
+    backlog: async () => ({ waiting: await schedule.size(), oldestDueAt: await schedule.nextDueAt() }),
     start: () => pump.start(),
 
     async stop() {

@@ -15,6 +15,7 @@ import { createMemoryRetrySchedule } from './retry-schedule/memory.js';
 import type { ReplayLeases } from './replay-leases.js';
 import { createMemoryReplayLeases } from './replay-leases/memory.js';
 import { createReplayRunner } from './replay-runner.js';
+import { watchBacklog } from './backlog.js';
 
 /** Where the dispatcher's events come from: anything that feeds dispatcher.fanOut in log order per workspace. */
 export type EventSource = (options: LogTailOptions) => LogTail;
@@ -46,14 +47,18 @@ export const webhookDispatchFrom = (source: EventSource, shared?: SharedRetrySch
   directory.onDeleted((row) => {
     dispatcher.subscriptionDeleted(row.id).catch((error: unknown) => console.error(`webhook ${row.id}: deleting its delivery history:`, error));
   });
+  let watching: { stop(): void } | null = null;
   return {
     async start() {
       await shared?.ready();
       await tail.start();
       dispatcher.start();
       await replays.start();
+      watching = watchBacklog(() => dispatcher.backlog(), core.clock);
     },
+    deliveryBacklog: () => dispatcher.backlog(),
     async stop() {
+      watching?.stop();
       await replays.stop();
       await tail.stop();
       await dispatcher.stop();

@@ -13,6 +13,7 @@ import { backgroundCore } from '../../app/log-core.js';
 import { openDispatcherLog } from '../../bus/roles.js';
 import type { Config } from '../../config/config.js';
 import { systemMicros } from '../../log/clock.js';
+import type { DeliveryBacklog } from './backlog.js';
 import type { Dispatcher } from './dispatcher.js';
 import { webhooksWithDelivery, type EventSource } from './feature.js';
 import { recordsFromIndex } from './history-index.js';
@@ -54,14 +55,18 @@ const source: EventSource = (options) => {
 // A delivery it does not hold (a manual retry of one settled long ago) is read from the index too.
 const engine = webhooksWithDelivery(source, undefined, recordsFromIndex(log, index, pending))(core);
 const send = (message: FromWorker): void => port.postMessage(message);
-const pong = (id: number, indexHeap = 0): void => send({ kind: 'pong', id, heapUsedBytes: getHeapStatistics().used_heap_size + indexHeap });
+const pong = (id: number, indexHeap = 0, backlog: DeliveryBacklog | null = null): void =>
+  send({ kind: 'pong', id, heapUsedBytes: getHeapStatistics().used_heap_size + indexHeap, backlog });
 
 const started = (async () => engine.start?.())();
 let stopping: Promise<void> | null = null;
 port.on('message', (message: ToWorker) => {
   // A ping is answered once the index thread answers too, with both threads' heap in use (the main
-  // thread's figures leave out their isolates).
-  if (message.kind === 'ping') return void indexThread.heapUsedBytes().then((indexHeap) => pong(message.id, indexHeap), () => undefined);
+  // thread's figures leave out their isolates), and the delivery backlog.
+  if (message.kind === 'ping') {
+    const { id } = message;
+    return void Promise.all([indexThread.heapUsedBytes(), engine.deliveryBacklog?.() ?? null]).then(([indexHeap, backlog]) => pong(id, indexHeap, backlog), () => undefined);
+  }
   if (message.kind === 'deleted') {
     const { subscriptionId } = message;
     // Its attempts in flight are cancelled before its first await: the DELETE may answer now.

@@ -11,6 +11,7 @@ import type { Config } from '../../config/config.js';
 import type { Feature } from '../../app/core.js';
 import type { HealthCheck } from '../../health/checks.js';
 import type { WebhookExtension } from '../feature.js';
+import type { BacklogSource, DeliveryBacklog } from './backlog.js';
 import { startWorker } from '../../shared/worker.js';
 
 /** Main thread → worker. */
@@ -22,7 +23,14 @@ export type ToWorker =
   /** Answered with a pong once the worker has cancelled the subscription's attempts in flight. */
   | { readonly kind: 'deleted'; readonly subscriptionId: string; readonly id: number };
 /** Worker → main thread. */
-export type FromWorker = { readonly kind: 'ready' } | { readonly kind: 'pong'; readonly id: number; readonly heapUsedBytes: number };
+export type FromWorker = { readonly kind: 'ready' } | Pong;
+/** A worker's answer: its threads' heap in use, and its delivery backlog (null when not asked: a deletion's answer). */
+export interface Pong {
+  readonly kind: 'pong';
+  readonly id: number;
+  readonly heapUsedBytes: number;
+  readonly backlog: DeliveryBacklog | null;
+}
 
 export interface DispatcherThreadOptions {
   /** First delay before starting a dead worker again, doubled at each death in a row (default 200 ms). */
@@ -42,6 +50,8 @@ export interface DispatcherThread {
   running(): Promise<void>;
   /** The worker's heap in use (its isolate's, which the process's own heap figures leave out); null while none answers. */
   heapUsedBytes(): Promise<number | null>;
+  /** The worker's delivery backlog; null while none answers. */
+  readonly backlog: BacklogSource;
   /** Ends the running worker abruptly, as a crash would (tests). */
   kill(): Promise<void>;
   /** Ends the running worker's history index thread abruptly (tests); the worker ends with it. */
@@ -57,7 +67,7 @@ export interface DispatcherThread {
 
 /** The longest a DELETE waits for the worker to cancel the subscription's attempts in flight. */
 const DELETION_WAIT_MS = 2_000;
-/** The longest a metrics scrape waits for the worker's heap figure. */
+/** The longest a metrics scrape or the backlog route waits for the worker's figures. */
 const HEAP_ANSWER_MS = 1_000;
 /** Longer than the health check's own timeout, which answers first. */
 const HEALTH_WAIT_MS = 10_000;
@@ -79,7 +89,7 @@ export const createDispatcherThread = (config: Config, options: DispatcherThread
   let restartTimer: NodeJS.Timeout | undefined;
   let exited: Promise<void> = Promise.resolve();
   let pings = 0;
-  const pongs = new Map<number, (heapUsedBytes: number) => void>();
+  const pongs = new Map<number, (pong: Pong) => void>();
   let waiters: (() => void)[] = [];
 
   /** Starts a worker; resolves when it is ready, rejects when it dies first. */
@@ -98,7 +108,7 @@ export const createDispatcherThread = (config: Config, options: DispatcherThread
           resolve();
           for (const wake of waiters) wake();
           waiters = [];
-        } else pongs.get(message.id)?.(message.heapUsedBytes);
+        } else pongs.get(message.id)?.(message);
       });
       current.on('error', (error) => {
         failure = error;
@@ -139,10 +149,10 @@ export const createDispatcherThread = (config: Config, options: DispatcherThread
   };
 
   /**
-   * Sends the worker a message under a fresh id; resolves with its answer (its heap in use), or null
-   * when none runs or it does not answer within `waitMs` (a worker that exits meanwhile never does).
+   * Sends the worker a message under a fresh id; resolves with its answer, or null when none runs or
+   * it does not answer within `waitMs` (a worker that exits meanwhile never does).
    */
-  const ask = (message: (id: number) => ToWorker, waitMs: number): Promise<number | null> =>
+  const ask = (message: (id: number) => ToWorker, waitMs: number): Promise<Pong | null> =>
     new Promise((resolve) => {
       if (worker === null || !ready) return resolve(null);
       const id = ++pings;
@@ -150,10 +160,10 @@ export const createDispatcherThread = (config: Config, options: DispatcherThread
         pongs.delete(id);
         resolve(null);
       }, waitMs);
-      pongs.set(id, (heapUsedBytes) => {
+      pongs.set(id, (pong) => {
         clearTimeout(timer);
         pongs.delete(id);
-        resolve(heapUsedBytes);
+        resolve(pong);
       });
       worker.postMessage(message(id));
     });
@@ -174,7 +184,8 @@ export const createDispatcherThread = (config: Config, options: DispatcherThread
     check,
     threadId: () => (ready ? (worker?.threadId ?? null) : null),
     running: () => (ready ? Promise.resolve() : new Promise<void>((resolve) => waiters.push(resolve))),
-    heapUsedBytes: () => ping(HEAP_ANSWER_MS),
+    heapUsedBytes: async () => (await ping(HEAP_ANSWER_MS))?.heapUsedBytes ?? null,
+    backlog: async () => (await ping(HEAP_ANSWER_MS))?.backlog ?? null,
     async kill() {
       await worker?.terminate();
     },
@@ -190,7 +201,7 @@ export const createDispatcherThread = (config: Config, options: DispatcherThread
       return {};
     },
   };
-  const withThread = { ...feature, thread };
+  const withThread = { ...feature, thread, deliveryBacklog: thread.backlog };
   return thread;
 };
 

@@ -1,0 +1,82 @@
+// How far delivery is behind, for operators: GET /admin/v1/webhooks/backlog and the metrics' gauges
+// show the attempts waiting and how late the earliest one is, while a slow receiver holds the only
+// in-flight slot, and nothing once it has caught up; 503 while the delivery thread is down.
+import { expect } from 'chai';
+import type { RecordedEvent } from '../../src/log/event-log.js';
+import { startReceiver, type Receiver } from '../support/receiver.js';
+import { ADMIN_TOKEN, startTestService, type TestService } from '../support/server.js';
+import { FAST_RETRIES, emit, eventIdOf, eventually, subscribe } from '../support/webhooks-dispatch.js';
+
+interface Backlog {
+  readonly waiting: number;
+  readonly oldest_due_seconds: number;
+}
+
+describe('webhook delivery backlog (e2e)', () => {
+  let test: TestService | undefined;
+  let receiver: Receiver | undefined;
+
+  afterEach(async () => {
+    await receiver?.close();
+    await test?.close();
+    test = undefined;
+    receiver = undefined;
+  });
+
+  const backlog = async (): Promise<Backlog> => {
+    const reply = await test!.admin('GET', '/admin/v1/webhooks/backlog');
+    expect(reply.status, JSON.stringify(reply.body)).to.equal(200);
+    return reply.body as Backlog;
+  };
+  const gauges = async (): Promise<string> => {
+    const reply = await fetch(`${test!.url}/admin/v1/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    expect(reply.status).to.equal(200);
+    return (await reply.text()).split('\n').filter((line) => line.startsWith('webhook_deliveries_')).join('\n');
+  };
+
+  it('shows the attempts waiting behind a slow receiver and how late the earliest is, then nothing once they are sent', async () => {
+    receiver = await startReceiver();
+    // Each attempt takes 800 ms, one at a time: the others wait, and the earliest waits longest.
+    receiver.respond({ kind: 'delay', ms: 800, status: 200 });
+    test = await startTestService({ ...FAST_RETRIES, WEBHOOK_MAX_IN_FLIGHT: '1' });
+    const ws = await test.createWorkspace();
+    await subscribe(ws, receiver.url);
+    expect(await backlog()).to.deep.equal({ waiting: 0, oldest_due_seconds: 0 });
+
+    const events: RecordedEvent[] = [];
+    for (let i = 0; i < 4; i++) events.push(await emit(test, ws.workspaceId));
+    const behind = await eventually('the backlog late by half a second', async () => {
+      const now = await backlog();
+      return now.waiting >= 2 && now.oldest_due_seconds >= 0.5 ? now : undefined;
+    });
+    expect(behind.waiting).to.be.at.most(3);
+    const metrics = await gauges();
+    expect(metrics).to.match(/^webhook_deliveries_waiting [1-3]$/m);
+    expect(Number(/^webhook_deliveries_late_seconds (\S+)$/m.exec(metrics)?.[1])).to.be.greaterThan(0.4);
+
+    receiver.respond({ kind: 'status', status: 200 });
+    await eventually('every event delivered', () => {
+      const received = new Set(receiver!.requests.map(eventIdOf));
+      return events.every((e) => received.has(e.id));
+    }, 15_000);
+    expect(await backlog()).to.deep.equal({ waiting: 0, oldest_due_seconds: 0 });
+    expect(await gauges()).to.match(/^webhook_deliveries_waiting 0$/m).and.match(/^webhook_deliveries_late_seconds 0$/m);
+  });
+
+  it('answers 503 with Retry-After while the delivery thread is down', async () => {
+    test = await startTestService(FAST_RETRIES);
+    const thread = test.service.dispatcherThread!;
+    await thread.kill();
+    const reply = await test.admin('GET', '/admin/v1/webhooks/backlog');
+    expect(reply.status).to.equal(503);
+    expect(reply.headers.get('retry-after')).to.equal('1');
+    await thread.running();
+    expect((await backlog()).waiting).to.equal(0);
+  });
+
+  it('is for the admin token only', async () => {
+    test = await startTestService();
+    const ws = await test.createWorkspace();
+    expect((await ws.api('GET', '/admin/v1/webhooks/backlog')).status).to.equal(401);
+  });
+});

@@ -13,6 +13,7 @@ import { isPublicEventType } from '../../src/domain/event-types.js';
 import type { ExpectedRevision, NewEvent } from '../../src/log/event-log.js';
 import { APPLICATION_ID, SCHEMA, SCHEMA_VERSION, applyPragmas } from '../../src/log/sqlite-open.js';
 import { openSqliteLog } from '../../src/log/sqlite.js';
+import { eventId } from '../../src/shared/ids.js';
 import { logPages, writeNdjson } from '../export.js';
 
 /**
@@ -26,11 +27,9 @@ const WORKSPACES = 32;
 
 // Random material drawn once: the generator must not be what the benchmark measures.
 const pool = Array.from({ length: 1024 }, () => randomBytes(16).toString('hex'));
-const idPrefix = randomBytes(8).toString('hex');
-let counter = 0;
 const pick = (): string => pool[Math.floor(Math.random() * pool.length)] as string;
-/** Unique 32-hex ids in random order, like the API's (a counter alone would insert in key order). */
-const nextId = (): string => `${pick().slice(0, 16)}${idPrefix.slice(0, 4)}${(counter++).toString(16).padStart(12, '0')}`;
+/** Event ids as the API mints them (time first, then random: src/shared/ids.ts). */
+const nextId = eventId;
 
 const NOW = new Date().toISOString();
 

@@ -18,6 +18,7 @@ export interface Core {
   readonly log: EventLog;
   /** Microseconds since the epoch; offsets and timestamps come from it. */
   readonly clock: MicrosClock;
+  /** A new event id (shared/ids.ts eventId: grows with time); resource ids come from resourceId. */
   readonly newId: IdSource;
   /** A new resource id (ticket, message…): derived from the request's idempotency claim when it has one (app/request-claim.ts). */
   readonly resourceId: (kind: string) => string;

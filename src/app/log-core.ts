@@ -9,7 +9,7 @@ import { createMemoryRateLimiter } from '../ratelimit/memory.js';
 import { createMemoryNotifier } from '../updates/memory.js';
 import type { MicrosClock } from '../log/clock.js';
 import { isoMicros } from '../domain/envelope.js';
-import { randomId } from '../shared/ids.js';
+import { eventId, randomId } from '../shared/ids.js';
 import { createCommandHandler } from './command-handler.js';
 import type { Core } from './core.js';
 import { resourceId } from './request-claim.js';
@@ -18,11 +18,11 @@ import { createWorkspaceCommands } from './workspaces.js';
 export type LogCore = Pick<Core, 'log' | 'clock' | 'newId' | 'resourceId' | 'handle' | 'workspaces'>;
 
 export const logCore = (log: EventLog, clock: MicrosClock): LogCore => {
-  const handle = createCommandHandler(log, randomId);
+  const handle = createCommandHandler(log, eventId);
   return {
     log,
     clock,
-    newId: randomId,
+    newId: eventId,
     resourceId: (kind) => resourceId(kind, randomId),
     handle,
     workspaces: createWorkspaceCommands(handle, randomId, () => isoMicros(clock())),

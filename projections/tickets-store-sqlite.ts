@@ -14,8 +14,8 @@
 // uses this file: no rolling deploy goes on reading them). A store whose filter fields changed without a version bump is rebuilt.
 //
 // Writes. apply is synchronous: it reads the document, evolves it and writes it in the transaction
-// that is open, which every store of the file shares; a commit ends it on the next macrotask, or after
-// BATCH applies. Reads use the same connection and see the writes not committed yet, so a route that
+// that is open, which every store of the file shares; a commit ends it COMMIT_AFTER_MS after its first
+// write, or after BATCH applies. Reads use the same connection and see the writes not committed yet, so a route that
 // waited for the runner reads its write. Each commit writes the checkpoints of the stores it covers
 // first: the documents and their checkpoint are committed together or not at all, so after a kill -9
 // (or a power loss: synchronous=NORMAL loses the last commits, never half of one) the store resumes
@@ -58,6 +58,14 @@ CREATE TABLE stores (
 
 /** Applies per transaction at most (a catch-up commits about once per page of the log anyway). */
 const BATCH = 5_000;
+/**
+ * A live tail's transaction commits this long after its first write, not at every macrotask: under
+ * load a macrotask carries a few events, and each commit writes again the pages they share (a
+ * workspace's list indexes): measured, about 12% fewer bytes written per POST /tickets. Nothing
+ * reads this file through another connection, and a crash loses at most these applies, which the
+ * runners replay from the checkpoint committed with them.
+ */
+const COMMIT_AFTER_MS = 20;
 /** How long checkpoint() refuses after a failed write, so runners retry once a second. */
 const RETRY_MS = 1_000;
 /** WAL pages between checkpoints (4 KiB each): the WAL file stays under ~64 MB. */
@@ -187,6 +195,7 @@ export const openSqliteDocumentStores = (options: { readonly file: string; reado
   // The transaction every store of the file shares: each commit writes the checkpoints it covers first.
   const { write, counted, commit } = batchedWrites(db, {
     batch: options.batch ?? BATCH,
+    commitAfterMs: COMMIT_AFTER_MS,
     beforeCommit() {
       const save = db.prepare('UPDATE stores SET checkpoint = ? WHERE id = ?');
       for (const table of dirty) save.run(table.checkpoint === null ? null : JSON.stringify(table.checkpoint), table.id);

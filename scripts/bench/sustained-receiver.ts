@@ -19,8 +19,8 @@ const nowMs = () => performance.timeOrigin + performance.now();
 export interface ReceiverFigures {
   /** [event commit ms, first attempt arrival ms], one per delivery. */
   readonly firstAttempts: [number, number][];
-  /** Arrival of a retry minus its due time (the 500's answer time plus the first retry delay). */
-  readonly retryLateMs: number[];
+  /** [due ms, arrival minus due ms] of each retry: due is the 500's answer time plus the first retry delay. */
+  readonly retryLateMs: [number, number][];
   readonly falseFailures: number;
   readonly attempts: number;
 }
@@ -32,7 +32,7 @@ const failsFirst = (deliveryId: string) => createHash('sha1').update(deliveryId)
 
 const receiverProcess = async (retryDelayMs: number): Promise<void> => {
   const firstAttempts: [number, number][] = [];
-  const retryLateMs: number[] = [];
+  const retryLateMs: [number, number][] = [];
   /** When each delivery's first attempt was answered, and whether it was a success. */
   const answered = new Map<string, { readonly at: number; readonly ok: boolean }>();
   let falseFailures = 0;
@@ -54,7 +54,7 @@ const receiverProcess = async (retryDelayMs: number): Promise<void> => {
       } else if (attempt === 2) {
         const first = answered.get(id);
         if (first?.ok === true) falseFailures++;
-        else if (first !== undefined) retryLateMs.push(arrived - (first.at + retryDelayMs));
+        else if (first !== undefined) retryLateMs.push([first.at + retryDelayMs, arrived - (first.at + retryDelayMs)]);
       }
       res.writeHead(status).end();
     });

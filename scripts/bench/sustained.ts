@@ -268,7 +268,9 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
 
     const api = quantiles(latencies);
     // Retries due during the run only: the burst's come late behind its own backlog.
-    const retries = quantiles(end.retryLateMs.filter(([due]) => due >= startedMs && due < stoppedMs).map(([, late]) => late));
+    const retriesDue = (from: number, to: number) => quantiles(end.retryLateMs.filter(([due]) => due >= from && due < to).map(([, late]) => late));
+    const retries = retriesDue(startedMs, stoppedMs);
+    const burstRetries = retriesDue(burstStartedMs, startedMs);
     return {
       bench: 'sustained',
       roles,
@@ -277,6 +279,7 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
       burst_first_attempt_p50_ms: burst.p50,
       burst_first_attempt_p99_ms: burst.p99,
       burst_deliveries_per_s: Math.round(burst.n / burstSpanS),
+      burst_retry_late_p99_ms: burstRetries.p99,
       writes_per_s: rate,
       writes: latencies.length,
       write_failures: failed,

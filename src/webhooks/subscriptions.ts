@@ -40,6 +40,8 @@ export interface SubscriptionRow {
   readonly secrets: SigningSecrets;
   /** The current secret as the log holds it, sealed: tells whether a rotation is applied here yet. */
   readonly sealedSecret: string;
+  /** The revision of the subscription's stream this row is as of: the engine reads only what came after. */
+  readonly revision: number;
 }
 
 export interface SubscriptionDirectory {
@@ -81,7 +83,7 @@ export const secretContext = (workspaceId: string, subscriptionId: string): stri
 export const runSubscriptionCommand = (core: Core, workspaceId: string, subscriptionId: string, command: SubscriptionCommand) =>
   core.handle(subscriptionAggregate(workspaceId), subscriptionStream(subscriptionId), workspaceId, command);
 
-const rowOf = (id: string, state: SubscriptionState, createdPosition: number, secrets: SigningSecrets): SubscriptionRow => ({
+const rowOf = (id: string, state: SubscriptionState, createdPosition: number, secrets: SigningSecrets, revision: number): SubscriptionRow => ({
   id,
   workspaceId: state.workspaceId,
   url: state.url,
@@ -93,6 +95,7 @@ const rowOf = (id: string, state: SubscriptionState, createdPosition: number, se
   consecutiveFailures: state.consecutiveFailures,
   secrets,
   sealedSecret: state.secretEncrypted,
+  revision,
 });
 
 interface Entry {
@@ -167,7 +170,7 @@ export const createSubscriptionDirectory = (log: EventLog, secrets: SecretBox, r
     // Rotated secrets that do not open here leave the ones opened before in use (valid during the
     // grace period): a subscription that left the directory would read as deleted to the engine.
     const usable = opened ?? rows.get(id)?.secrets;
-    if (usable !== undefined) rows.set(id, rowOf(id, state, createdPosition, usable));
+    if (usable !== undefined) rows.set(id, rowOf(id, state, createdPosition, usable, event.revision));
   };
 
   const runner = createProjectionRunner(log, { name: 'webhook-subscriptions', types: [...SUBSCRIPTION_EVENT_TYPES, SLOT_EVENTS.released], checkpoint: () => 0, apply });

@@ -26,6 +26,7 @@ export const oneSubscription = async (log: SqliteEventLog, workspaceId: string, 
     consecutiveFailures: 0,
     secrets: { current: 'whsec_test', previous: null },
     sealedSecret: '',
+    revision: 0,
   };
   return {
     get: (ws, id) => (ws === workspaceId && id === subscriptionId && visible() ? row : undefined),

@@ -26,6 +26,7 @@ const subscription: SubscriptionRow = {
   consecutiveFailures: 0,
   secrets: { current: 'secret', previous: null },
   sealedSecret: '',
+  revision: 0,
 };
 
 describe('manual retry request (int)', () => {

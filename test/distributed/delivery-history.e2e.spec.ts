@@ -7,15 +7,12 @@
 // tests run in order on one cluster.
 import { expect } from 'chai';
 import { Redis } from 'ioredis';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import * as path from 'node:path';
 import { DELIVERY_INDEX_VERSION } from '../../projections/deliveries-index.js';
 import { deliveryIdOf } from '../../src/domain/delivery/ids.js';
 import { randomId } from '../../src/shared/ids.js';
-import { clusterEnv, createProcessGroup, type ProcessGroup, type RoleProcess } from '../support/processes.js';
+import { privateCluster, privateClusterPossible, type PrivateCluster, type ProcessGroup, type RoleProcess } from '../support/processes.js';
 import { startReceiver, type Receiver, type ReceivedRequest } from '../support/receiver.js';
-import { redisServerInstalled, startPrivateRedis, type PrivateRedis } from '../support/redis-server.js';
+import type { PrivateRedis } from '../support/redis-server.js';
 import { call } from '../support/server.js';
 import { eventually, header } from '../support/webhooks-dispatch.js';
 
@@ -34,9 +31,9 @@ interface Delivery {
 
 describe('delivery history shared in Redis by the distributed roles (e2e)', function () {
   this.timeout(180_000);
+  let cluster: PrivateCluster;
   let redis: PrivateRedis;
   let group: ProcessGroup;
-  let dataDir: string;
   let api: RoleProcess;
   let dispatchers: RoleProcess[] = [];
   let receiver: Receiver;
@@ -51,13 +48,8 @@ describe('delivery history shared in Redis by the distributed roles (e2e)', func
   const get = (p: string, key = apiKey) => call(`${api.url}${p}`, 'GET', key);
 
   before(async function () {
-    const brokers = process.env['KAFKA_BROKERS'];
-    if (process.env['REDIS_URL'] === undefined || brokers === undefined || !redisServerInstalled()) this.skip();
-    redis = await startPrivateRedis();
-    dataDir = mkdtempSync(path.join(tmpdir(), 'sp-delivery-history-'));
-    group = createProcessGroup({
-      ...clusterEnv('delivery-history', redis.url, brokers),
-      DATA_DIR: dataDir,
+    if (!privateClusterPossible()) this.skip();
+    cluster = await privateCluster('delivery-history', {
       ADMIN_TOKEN: ADMIN,
       WEBHOOK_SECRET_KEY: 'ef'.repeat(32),
       WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8',
@@ -66,6 +58,7 @@ describe('delivery history shared in Redis by the distributed roles (e2e)', func
       RATE_LIMIT_PER_KEY: '1000000',
       RATE_LIMIT_PER_IP: '1000000',
     });
+    ({ group, redis } = cluster);
     // The relay first: it creates the topic with all its partitions before a consumer subscribes.
     await group.start('relay', { ROLE: 'relay' });
     api = await group.start('api', { ROLE: 'api' });
@@ -84,10 +77,8 @@ describe('delivery history shared in Redis by the distributed roles (e2e)', func
   });
 
   after(async () => {
-    await group?.stopAll();
+    await cluster?.stop();
     await receiver?.close();
-    await redis?.stop();
-    if (dataDir !== undefined) rmSync(dataDir, { recursive: true, force: true });
   });
 
   /** A subscription to the receiver for ticket.created only: one delivery per ticket. */

@@ -4,13 +4,9 @@
 // killed with SIGKILL leaves the replay to the other, which continues from the cursor in the log.
 // Pending unless REDIS_URL and KAFKA_BROKERS are set (npm test).
 import { expect } from 'chai';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import * as path from 'node:path';
 import { Webhook } from 'standardwebhooks';
-import { clusterEnv, createProcessGroup, type ProcessGroup, type RoleProcess } from '../support/processes.js';
+import { privateCluster, privateClusterPossible, type PrivateCluster, type ProcessGroup, type RoleProcess } from '../support/processes.js';
 import { startReceiver, type Receiver } from '../support/receiver.js';
-import { redisServerInstalled, startPrivateRedis, type PrivateRedis } from '../support/redis-server.js';
 import { call } from '../support/server.js';
 import { verdictOf } from '../support/standard-webhooks.js';
 import { eventIdOf, eventually, header } from '../support/webhooks-dispatch.js';
@@ -20,19 +16,13 @@ const TICKETS = 30;
 
 describe('webhook history replay in the distributed mode (e2e)', function () {
   this.timeout(180_000);
-  let redis: PrivateRedis;
+  let cluster: PrivateCluster;
   let group: ProcessGroup;
-  let dataDir: string;
   let receiver: Receiver;
 
   before(async function () {
-    const brokers = process.env['KAFKA_BROKERS'];
-    if (process.env['REDIS_URL'] === undefined || brokers === undefined || !redisServerInstalled()) this.skip();
-    redis = await startPrivateRedis();
-    dataDir = mkdtempSync(path.join(tmpdir(), 'sp-replay-distributed-'));
-    group = createProcessGroup({
-      ...clusterEnv('replay', redis.url, brokers),
-      DATA_DIR: dataDir,
+    if (!privateClusterPossible()) this.skip();
+    cluster = await privateCluster('replay', {
       ADMIN_TOKEN: ADMIN,
       WEBHOOK_SECRET_KEY: 'cd'.repeat(32),
       WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8',
@@ -41,6 +31,7 @@ describe('webhook history replay in the distributed mode (e2e)', function () {
       WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION: '2',
       RATE_LIMIT_PER_IP: '1000000',
     });
+    group = cluster.group;
     await group.start('relay', { ROLE: 'relay' });
     receiver = await startReceiver();
   });
@@ -50,10 +41,8 @@ describe('webhook history replay in the distributed mode (e2e)', function () {
   });
 
   after(async () => {
-    await group?.stopAll();
+    await cluster?.stop();
     await receiver?.close();
-    await redis?.stop();
-    if (dataDir !== undefined) rmSync(dataDir, { recursive: true, force: true });
   });
 
   it('replays once per event, and another dispatcher continues after the driving one is killed', async () => {

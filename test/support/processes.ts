@@ -6,9 +6,14 @@
 //   const api = await group.start('api-a', { ROLE: 'api' });   // resolves once /readyz answers 200
 //   api.url; api.kill('SIGKILL'); await api.exited;
 //   await group.stopAll();                                     // SIGTERM, then SIGKILL after a grace
+//
+// `privateCluster` gives a spec a cluster of its own (processes, Redis, data folder) to break at will.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
 import { randomId } from '../../src/shared/ids.js';
+import { redisServerInstalled, startPrivateRedis, type PrivateRedis } from './redis-server.js';
 
 export interface RoleProcess {
   readonly name: string;
@@ -96,6 +101,42 @@ export const createProcessGroup = (baseEnv: Record<string, string>): ProcessGrou
           clearTimeout(timer);
         }),
       );
+    },
+  };
+};
+
+export interface PrivateCluster {
+  readonly group: ProcessGroup;
+  /** Its own redis-server, to stop, pause and restart without touching the run's shared one. */
+  readonly redis: PrivateRedis;
+  readonly dataDir: string;
+  /** Stops its processes and its Redis, and removes its data folder. */
+  stop(): Promise<void>;
+}
+
+/** Whether a private cluster can run: the test run has its engines (REDIS_URL, KAFKA_BROKERS) and redis-server is installed. */
+export const privateClusterPossible = (): boolean =>
+  process.env['REDIS_URL'] !== undefined && process.env['KAFKA_BROKERS'] !== undefined && redisServerInstalled();
+
+/**
+ * A cluster of a spec's own: a private Redis, the test run's Kafka with a topic and group of its own
+ * (`clusterEnv`), a fresh data folder; `env` adds the spec's settings. Its roles are started with
+ * `group.start`.
+ */
+export const privateCluster = async (name: string, env: Record<string, string>): Promise<PrivateCluster> => {
+  const brokers = process.env['KAFKA_BROKERS'];
+  if (brokers === undefined) throw new Error('privateCluster: KAFKA_BROKERS is not set');
+  const redis = await startPrivateRedis();
+  const dataDir = mkdtempSync(path.join(tmpdir(), `sp-${name}-`));
+  const group = createProcessGroup({ ...clusterEnv(name, redis.url, brokers), DATA_DIR: dataDir, ...env });
+  return {
+    group,
+    redis,
+    dataDir,
+    async stop() {
+      await group.stopAll();
+      await redis.stop();
+      rmSync(dataDir, { recursive: true, force: true });
     },
   };
 };

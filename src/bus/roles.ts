@@ -64,8 +64,6 @@ export const openDispatcherLog = (config: Config, clock: MicrosClock, thread: 'd
 
 // A claim outlives one attempt (at most the timeout) and its recording; then another dispatcher takes it.
 const CLAIM_LEASE_MARGIN_MS = 5_000;
-/** How long a replay stays with a dispatcher that stopped renewing its lease (died) before another continues it. */
-const REPLAY_LEASE_MS = 10_000;
 
 const brokersOf = (config: Config): readonly string[] => {
   if (config.kafkaBrokers === null) throw new ConfigError('KAFKA_BROKERS', `required for ROLE=${config.role}`);
@@ -108,7 +106,7 @@ const dispatcherFeatures = (core: Core): Feature[] => {
   // A claim outlives one attempt (its send timeout, then recording), so only a dead dispatcher's claims expire.
   const shared = createRedisRetrySchedule({ url: config.redisUrl, leaseMs: 2 * config.webhooks.timeoutMs + CLAIM_LEASE_MARGIN_MS });
   const history = sharedHistory(core, config.redisUrl);
-  const leases = createRedisReplayLeases({ url: config.redisUrl, ttlMs: REPLAY_LEASE_MS });
+  const leases = createRedisReplayLeases({ url: config.redisUrl, ttlMs: config.webhooks.replayLeaseMs });
   return [history.feature, webhooksWithDelivery(createKafkaSource(bus, history.restore), shared, history.records, leases)(core), healthFeature(core)];
 };
 

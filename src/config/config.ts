@@ -46,6 +46,8 @@ export interface Config {
     readonly previousSecretKeys: readonly string[];
     /** How long delivery history stays in the index the deliveries route reads (the log keeps its records). */
     readonly historyRetentionMs: number;
+    /** How long a replay's lease outlives its dispatcher (shared in Redis): then another dispatcher continues it. */
+    readonly replayLeaseMs: number;
   };
 }
 
@@ -240,6 +242,7 @@ export const loadConfig = (env: Env = process.env): Config => {
       secretKey: secretKey(env, 'WEBHOOK_SECRET_KEY'),
       previousSecretKeys: secretKeys(env, 'WEBHOOK_PREVIOUS_SECRET_KEYS'),
       historyRetentionMs: duration(env, 'WEBHOOK_HISTORY_RETENTION', '30d', 1000),
+      replayLeaseMs: integer(env, 'WEBHOOK_REPLAY_LEASE_MS', 10_000, 1_000, 600_000),
     },
   };
 };
@@ -278,6 +281,7 @@ export const CONFIG_VARIABLES = [
   'WEBHOOK_MAX_IN_FLIGHT_PER_WORKSPACE',
   'WEBHOOK_MAX_SUBSCRIPTIONS',
   'WEBHOOK_HISTORY_RETENTION',
+  'WEBHOOK_REPLAY_LEASE_MS',
   'WEBHOOK_SECRET_KEY',
   'WEBHOOK_PREVIOUS_SECRET_KEYS',
 ] as const;

@@ -67,6 +67,12 @@ describe('configuration', () => {
     for (const bad of ['0', '10001', '-1', '2.5', 'twenty']) refuses({ WEBHOOK_MAX_SUBSCRIPTIONS: bad }, 'WEBHOOK_MAX_SUBSCRIPTIONS');
   });
 
+  it('reads the replay lease of the distributed dispatchers: 1000 to 600000 ms, default 10 s', () => {
+    expect(loadConfig({}).webhooks.replayLeaseMs).to.equal(10_000);
+    expect(loadConfig({ WEBHOOK_REPLAY_LEASE_MS: '1000' }).webhooks.replayLeaseMs).to.equal(1_000);
+    for (const bad of ['999', '600001', '2s', 'long']) refuses({ WEBHOOK_REPLAY_LEASE_MS: bad }, 'WEBHOOK_REPLAY_LEASE_MS');
+  });
+
   it('reads the delivery history retention: a duration, default 30 days', () => {
     expect(loadConfig({}).webhooks.historyRetentionMs).to.equal(30 * 86_400_000);
     expect(loadConfig({ WEBHOOK_HISTORY_RETENTION: '2s' }).webhooks.historyRetentionMs).to.equal(2_000);

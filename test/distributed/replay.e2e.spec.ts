@@ -30,6 +30,8 @@ describe('webhook history replay in the distributed mode (e2e)', function () {
       // Two at a time to the slow receiver: the replay lasts long enough to kill its driver midway.
       WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION: '2',
       RATE_LIMIT_PER_IP: '1000000',
+      // Short, so the other dispatcher takes over soon after the kill; the driver renews it every second.
+      WEBHOOK_REPLAY_LEASE_MS: '3000',
     });
     group = cluster.group;
     await group.start('relay', { ROLE: 'relay' });

@@ -81,6 +81,10 @@ offsets.topic.num.partitions=4
 transaction.state.log.replication.factor=1
 transaction.state.log.min.isr=1
 group.initial.rebalance.delay.ms=0
+# A broker restarted after kill -9 registers only once its dead predecessor's session has expired
+# (9 s by default): shorter, so a crash torture's Kafka comes back sooner; still four heartbeats long.
+broker.heartbeat.interval.ms=1000
+broker.session.timeout.ms=4000
 # The machine is small and shared.
 num.network.threads=2
 num.io.threads=2

@@ -26,15 +26,19 @@ const port = parentPort;
 if (port === null) throw new Error('thread-entry runs in a worker thread');
 const { config } = workerData as { config: Config };
 
-const log = await openDispatcherLog(config, systemMicros);
-const indexThread = await startHistoryIndexThread(config, (error) => {
+// Started first and awaited only where needed: its start (loading its modules, catching the index
+// up) overlaps this thread's own.
+const indexThread = startHistoryIndexThread(config, (error) => {
   console.error('webhook dispatcher thread: its delivery history index thread died, ending this thread too:', error);
   process.exit(1);
 });
+// Its failure to start fails this thread's start (awaited there); until then it is not unhandled.
+indexThread.catch(() => undefined);
+const log = await openDispatcherLog(config, systemMicros);
 const index = openSqliteDeliveryHistory({ file: path.join(config.dataDir, DELIVERY_HISTORY_FILE) });
 /** What waits, once the index has committed everything the log has now. */
 const pending = async () => {
-  await indexThread.appliedThrough(await log.headPosition());
+  await (await indexThread).appliedThrough(await log.headPosition());
   return index.pending();
 };
 // The engine reads subscriptions and reports on them through the command handler only.
@@ -47,7 +51,7 @@ const source: EventSource = (options) => {
     const waiting = await pending();
     // The history of subscriptions deleted while no thread was looking (their marker gone with their stream).
     const gone = new Set(waiting.deliveries.filter((p) => options.subscriptions.get(p.workspaceId, p.delivery.subscriptionId) === undefined).map((p) => p.delivery.subscriptionId));
-    for (const subscriptionId of gone) await indexThread.forget(subscriptionId);
+    for (const subscriptionId of gone) await (await indexThread).forget(subscriptionId);
     return waiting;
   };
   return withRetryRequests(createLogTail)({ ...options, restore });
@@ -58,27 +62,27 @@ const send = (message: FromWorker): void => port.postMessage(message);
 const pong = (id: number, indexHeap = 0, backlog: DeliveryBacklog | null = null): void =>
   send({ kind: 'pong', id, heapUsedBytes: getHeapStatistics().used_heap_size + indexHeap, backlog });
 
-const started = (async () => engine.start?.())();
+const started = Promise.all([indexThread, engine.start?.()]);
 let stopping: Promise<void> | null = null;
 port.on('message', (message: ToWorker) => {
   // A ping is answered once the index thread answers too, with both threads' heap in use (the main
   // thread's figures leave out their isolates), and the delivery backlog.
   if (message.kind === 'ping') {
     const { id } = message;
-    return void Promise.all([indexThread.heapUsedBytes(), engine.deliveryBacklog?.() ?? null]).then(([indexHeap, backlog]) => pong(id, indexHeap, backlog), () => undefined);
+    return void Promise.all([indexThread.then((thread) => thread.heapUsedBytes()), engine.deliveryBacklog?.() ?? null]).then(([indexHeap, backlog]) => pong(id, indexHeap, backlog), () => undefined);
   }
   if (message.kind === 'deleted') {
     const { subscriptionId } = message;
     // Its attempts in flight are cancelled before its first await: the DELETE may answer now.
     dispatcher?.subscriptionDeleted(subscriptionId).catch((error: unknown) => console.error(`webhook ${subscriptionId}: deleting its delivery history:`, error));
-    indexThread.forget(subscriptionId).catch((error: unknown) => console.error(`webhook ${subscriptionId}: dropping its delivery history from the index:`, error));
+    indexThread.then((thread) => thread.forget(subscriptionId)).catch((error: unknown) => console.error(`webhook ${subscriptionId}: dropping its delivery history from the index:`, error));
     return pong(message.id);
   }
-  if (message.kind === 'kill-index') return void indexThread.kill();
+  if (message.kind === 'kill-index') return void indexThread.then((thread) => thread.kill());
   stopping ??= (async () => {
     await started.catch(() => undefined);
     await engine.stop?.();
-    await indexThread.stop();
+    await (await indexThread).stop();
     await index.close();
     await log.close();
     process.exit(0);
@@ -87,7 +91,7 @@ port.on('message', (message: ToWorker) => {
 try {
   await started;
 } catch (error) {
-  await indexThread.stop();
+  await (await indexThread.catch(() => null))?.stop();
   await index.close();
   await log.close();
   throw error;

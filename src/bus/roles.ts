@@ -36,7 +36,7 @@ import { createKafkaSource } from './webhook-source.js';
 
 /**
  * The role's log: EventStoreDB when EVENTSTORE_URL is set (the sequencer runs in relay or all), else
- * the SQLite file, shared by the processes of one host, and by the embedded role's two threads (one
+ * the SQLite file, shared by the processes of one host, and by the embedded role's threads (one
  * embedded service per data folder is kept by src/log/instance-lock.ts).
  */
 export const openRoleLog = async (config: Config, clock: MicrosClock, thread: 'main' | 'dispatcher' | 'indexer' = 'main'): Promise<EventLog> => {

@@ -59,17 +59,21 @@ const source: EventSource = (options) => {
 // A delivery it does not hold (a manual retry of one settled long ago) is read from the index too.
 const engine = webhooksWithDelivery(source, undefined, recordsFromIndex(log, index, pending))(core);
 const send = (message: FromWorker): void => port.postMessage(message);
-const pong = (id: number, indexHeap = 0, backlog: DeliveryBacklog | null = null): void =>
-  send({ kind: 'pong', id, heapUsedBytes: getHeapStatistics().used_heap_size + indexHeap, backlog });
+const pong = (id: number, otherHeap = 0, backlog: DeliveryBacklog | null = null): void =>
+  send({ kind: 'pong', id, heapUsedBytes: getHeapStatistics().used_heap_size + otherHeap, backlog });
 
 const started = Promise.all([indexThread, engine.start?.()]);
+/** The index thread's heap in use as it last answered. */
+let indexHeap = 0;
 let stopping: Promise<void> | null = null;
 port.on('message', (message: ToWorker) => {
-  // A ping is answered once the index thread answers too, with both threads' heap in use (the main
-  // thread's figures leave out their isolates), and the delivery backlog.
+  // A ping is answered with both threads' heap in use (the main thread's figures leave out their
+  // isolates) and the delivery backlog. The index thread's heap is the one it last told: a health
+  // check must not wait on a thread that runs at a lower priority and may lag on purpose.
   if (message.kind === 'ping') {
     const { id } = message;
-    return void Promise.all([indexThread.then((thread) => thread.heapUsedBytes()), engine.deliveryBacklog?.() ?? null]).then(([indexHeap, backlog]) => pong(id, indexHeap, backlog), () => undefined);
+    indexThread.then((thread) => thread.heapUsedBytes()).then((bytes) => (indexHeap = bytes), () => undefined);
+    return void Promise.resolve(engine.deliveryBacklog?.() ?? null).then((backlog) => pong(id, indexHeap, backlog), () => undefined);
   }
   if (message.kind === 'deleted') {
     const { subscriptionId } = message;

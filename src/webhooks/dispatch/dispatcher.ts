@@ -12,12 +12,12 @@ import { deliveryIdOf, deliveryStream, replayDeliveryIdOf } from '../../domain/d
 import { isPublicEventType } from '../../domain/event-types.js';
 import { SUBSCRIPTION_EVENTS, subscriptionStream } from '../../domain/subscription/subscription.js';
 import type { MicrosClock } from '../../log/clock.js';
-import type { DeliveryBacklog } from './backlog.js';
 import type { EventLog, RecordedEvent } from '../../log/event-log.js';
 import type { DeliveryAsOf } from '../../../projections/deliveries-index.js';
 import { createKeyedLock } from '../../shared/keyed-lock.js';
 import type { AttemptOutcome, Sender } from '../sender.js';
 import type { SubscriptionDirectory, SubscriptionRow } from '../subscriptions.js';
+import type { DeliveryBacklog } from './backlog.js';
 import { bodyAtPosition, envelopeBytes } from './bodies.js';
 import { createPump } from './pump.js';
 import { createRecorder } from './recorder.js';

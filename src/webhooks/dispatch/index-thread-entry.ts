@@ -36,10 +36,7 @@ let stopping: Promise<void> | null = null;
 port.on('message', (message: ToIndexer) => {
   switch (message.kind) {
     case 'sync':
-      return answer(
-        message.id,
-        indexer.runner.waitFor(message.position).then(() => index.commit()),
-      );
+      return answer(message.id, indexer.runner.waitFor(message.position).then(() => index.commit()));
     case 'forget':
       return answer(message.id, index.forget(message.subscriptionId).then(() => index.commit()));
     case 'heap':

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { openDispatcherLog, openRoleLog } from '../../src/bus/roles.js';
+import { openDispatcherLog, openRoleLog } from '../../src/bus/role-log.js';
 import { loadConfig } from '../../src/config/config.js';
 import { systemMicros } from '../../src/log/clock.js';
 import type { SqliteEventLog } from '../../src/log/sqlite.js';

@@ -6,7 +6,7 @@ import * as path from 'node:path';
 import { getHeapStatistics } from 'node:v8';
 import { parentPort, workerData } from 'node:worker_threads';
 import { DELIVERY_HISTORY_FILE, openSqliteDeliveryIndex } from '../../../projections/deliveries-index-sqlite.js';
-import { openDispatcherLog } from '../../bus/roles.js';
+import { openDispatcherLog } from '../../bus/role-log.js';
 import type { Config } from '../../config/config.js';
 import { systemMicros } from '../../log/clock.js';
 import { lowerThreadPriority } from '../../shared/thread-priority.js';

@@ -10,7 +10,7 @@ import { getHeapStatistics } from 'node:v8';
 import { parentPort, workerData } from 'node:worker_threads';
 import { DELIVERY_HISTORY_FILE, openSqliteDeliveryHistory } from '../../../projections/deliveries-index-sqlite.js';
 import { backgroundCore } from '../../app/log-core.js';
-import { openDispatcherLog } from '../../bus/roles.js';
+import { openDispatcherLog } from '../../bus/role-log.js';
 import type { Config } from '../../config/config.js';
 import { systemMicros } from '../../log/clock.js';
 import type { DeliveryBacklog } from './backlog.js';

@@ -1,0 +1,38 @@
+// Which log a process role (and each thread of the embedded role) opens, and how. Apart from
+// src/bus/roles.ts so that a worker thread that only needs its log does not load every feature:
+// the EventStoreDB adapter is loaded only when EVENTSTORE_URL is set.
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import type { Config } from '../config/config.js';
+import type { MicrosClock } from '../log/clock.js';
+import type { EventLog } from '../log/event-log.js';
+import { openSqliteLog } from '../log/sqlite.js';
+
+/**
+ * The role's log: EventStoreDB when EVENTSTORE_URL is set (the sequencer runs in relay or all), else
+ * the SQLite file, shared by the processes of one host, and by the embedded role's threads (one
+ * embedded service per data folder is kept by src/log/instance-lock.ts).
+ */
+export const openRoleLog = async (config: Config, clock: MicrosClock, thread: 'main' | 'dispatcher' | 'indexer' = 'main'): Promise<EventLog> => {
+  if (config.eventstoreUrl !== null) {
+    const sequencer = thread === 'main' && (config.role === 'relay' || config.role === 'all');
+    const { openEventStoreDbLog } = await import('../log/eventstoredb.js');
+    return openEventStoreDbLog({ connectionString: config.eventstoreUrl, sequencer, clock });
+  }
+  fs.mkdirSync(config.dataDir, { recursive: true });
+  const file = path.join(config.dataDir, 'events.sqlite');
+  // The embedded main thread announces its commits to its dispatcher thread, which fans out at once
+  // instead of at its next poll. Not the other way: the main thread's tails would wake at each
+  // recorded delivery step; the poll takes those up in batches.
+  // The history indexer hears neither: it reads the delivery engine's records, which the poll takes up in batches.
+  const commitsChannel =
+    config.role === 'all' && thread !== 'indexer' ? { name: `event-log:${path.resolve(file)}`, role: thread === 'main' ? ('announce' as const) : ('hear' as const) } : undefined;
+  // The delivery engine's connection records only its own bookkeeping, which no client was told of:
+  // its commits skip the fsync (a lost record repeats an attempt, at least once as always). The
+  // indexer's only reads.
+  const durability = thread === 'main' && config.role !== 'dispatcher' ? 'full' : 'relaxed';
+  return openSqliteLog({ file, clock, shared: true, durability, ...(commitsChannel === undefined ? {} : { commitsChannel }) });
+};
+
+/** The log of the embedded role's dispatcher thread, or of its history indexer: its own connection, never the sequencer. */
+export const openDispatcherLog = (config: Config, clock: MicrosClock, thread: 'dispatcher' | 'indexer' = 'dispatcher'): Promise<EventLog> => openRoleLog(config, clock, thread);

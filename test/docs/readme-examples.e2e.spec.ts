@@ -36,7 +36,15 @@ describe('README examples (e2e)', function () {
     symlinkSync(path.join(REPO, 'node_modules'), path.join(outside, 'node_modules'));
   });
   after(async () => {
-    for (const child of children) child.kill('SIGKILL');
+    // The whole group: the tsx command runs the example in a child process of its own, which killing
+    // the command alone would leave running.
+    for (const child of children) {
+      try {
+        process.kill(-(child.pid as number), 'SIGKILL');
+      } catch {
+        // Gone already.
+      }
+    }
     await svc.close();
     rmSync(outside, { recursive: true, force: true });
   });
@@ -47,7 +55,7 @@ describe('README examples (e2e)', function () {
   const script = (name: string, extra: Record<string, string>) => run('bash', [name], extra);
   /** A long-running example program, its output lines collected. */
   const program = (name: string, extra: Record<string, string>) => {
-    const child = spawn(path.join(BIN, 'tsx'), [name], { cwd: outside, env: env(extra) });
+    const child = spawn(path.join(BIN, 'tsx'), [name], { cwd: outside, env: env(extra), detached: true });
     children.push(child);
     const lines: string[] = [];
     child.stdout.on('data', (chunk: Buffer) => lines.push(...chunk.toString('utf8').split('\n').filter((l) => l !== '')));

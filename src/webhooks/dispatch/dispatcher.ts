@@ -10,7 +10,6 @@ import type { Decided } from '../../domain/aggregate.js';
 import { deliveryAggregate, foldDeliveries, type Delivery, type DeliveryCommand } from '../../domain/delivery/delivery.js';
 import { deliveryIdOf, deliveryStream, replayDeliveryIdOf } from '../../domain/delivery/ids.js';
 import { isPublicEventType } from '../../domain/event-types.js';
-import { SUBSCRIPTION_EVENTS, subscriptionStream } from '../../domain/subscription/subscription.js';
 import type { MicrosClock } from '../../log/clock.js';
 import type { EventLog, RecordedEvent } from '../../log/event-log.js';
 import type { DeliveryAsOf } from '../../../projections/deliveries-index.js';
@@ -24,6 +23,7 @@ import { createRecorder } from './recorder.js';
 import { readDeliveryHistory } from './restore.js';
 import { deleteSubscriptionHistory } from './subscription-history.js';
 import type { DueAttempt, RetrySchedule, SharedRetrySchedule } from './retry-schedule.js';
+import { loggedSince } from './subscription-logged.js';
 import { createWaitingDeliveries, type WaitingView } from './waiting.js';
 
 export type DeliveryReport = { readonly kind: 'record_delivery_failed' | 'record_delivery_succeeded'; readonly deliveryId: string; readonly round: number };
@@ -318,18 +318,15 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
     if (row === undefined) return settle(dispatcher.subscriptionDeleted(p.delivery.subscriptionId), p.delivery.id);
     if (!row.isActive) return settle(cancel(p, 'subscription_inactive'), p.delivery.id);
     // The directory may have missed the deletion (see `gone`), or not have applied its marker yet (a
-    // dispatcher in another process or thread): the log decides before anything is sent. Read from
-    // the row's own revision on: the stream grows with every failure counted, and an attempt must
-    // not cost its whole history. Its last event missing means the stream was deleted.
-    const events = await log.readStream(subscriptionStream(row.id), row.revision);
-    const newer = events.filter((event) => event.revision > row.revision);
-    if (events[0]?.revision !== row.revision || newer.some((event) => event.type === SUBSCRIPTION_EVENTS.deleted || event.type === SUBSCRIPTION_EVENTS.abandoned)) {
+    // dispatcher in another process or thread): the log decides before anything is sent.
+    const logged = await loggedSince(log, row);
+    if (logged === 'gone') {
       gone.add(row.id);
       return settle(dispatcher.subscriptionDeleted(row.id), p.delivery.id);
     }
     // A rotation (or any change) answered already but not applied here yet: the directory catches up
     // first, so the attempt is signed with the new secrets, not the old alone.
-    if (newer.length > 0) await subscriptions.waitFor((newer.at(-1) as RecordedEvent).position);
+    if (logged.newerThrough !== null) await subscriptions.waitFor(logged.newerThrough);
     p.inFlight = true;
     const body = await bodyOf(p);
     p.inFlight = body !== null;

@@ -11,11 +11,11 @@ import type { Decided } from '../../domain/aggregate.js';
 import { foldDeliveries } from '../../domain/delivery/delivery.js';
 import { deliveryStream, replayDeliveryIdOf } from '../../domain/delivery/ids.js';
 import { foldReplays, replayAggregate, replayEventId, replayStream, type Replay, type ReplayCommand } from '../../domain/replay/replay.js';
-import { evolveSubscription, initialSubscription, subscriptionStream } from '../../domain/subscription/subscription.js';
 import type { MicrosClock } from '../../log/clock.js';
 import type { EventLog, RecordedEvent } from '../../log/event-log.js';
 import type { SubscriptionDirectory } from '../subscriptions.js';
 import type { Dispatcher } from './dispatcher.js';
+import { loggedSince } from './subscription-logged.js';
 
 /** A replay's deliveries scheduled and not attempted yet, at most. */
 export const REPLAY_WINDOW = 8;
@@ -44,8 +44,8 @@ export const driveReplay = async (deps: ReplayDriverDeps, workspaceId: string, r
 
   /** The log decides: a directory in another thread or process may not have seen the deletion yet. */
   const subscriptionGone = async (): Promise<boolean> => {
-    const state = (await log.readStream(subscriptionStream(subscriptionId))).reduce(evolveSubscription, initialSubscription);
-    return !state.exists || state.deleted;
+    const row = subscriptions.get(workspaceId, subscriptionId);
+    return row === undefined || (await loggedSince(log, row)) === 'gone';
   };
 
   /** Records a replay step, never leaving a replay stream behind a deleted subscription. */

@@ -5,7 +5,7 @@
 import { collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 import type { RouteModule } from '../http/app.js';
 import type { MicrosClock } from '../log/clock.js';
-import { lateSeconds, type BacklogSource, type DeliveryBacklog } from '../webhooks/dispatch/backlog.js';
+import { lateSeconds, type BacklogSource } from '../webhooks/dispatch/backlog.js';
 
 let shared: Registry | null = null;
 
@@ -41,16 +41,13 @@ export const metricsRoutes = (workers: readonly WorkerHeap[] = [], backlog?: { r
     },
   });
   if (backlog !== undefined) {
-    // One read of the engine per scrape, for both gauges.
-    let scrape: Promise<DeliveryBacklog | null> | null = null;
-    const read = (): Promise<DeliveryBacklog | null> => (scrape ??= backlog.source().finally(() => setImmediate(() => (scrape = null))));
     new Gauge({
       name: 'webhook_deliveries_waiting',
       help: 'Webhook attempts waiting in the retry schedule, not taken yet (left out while the delivery engine does not answer).',
       registers: [own],
       async collect() {
         this.reset();
-        const now = await read();
+        const now = await backlog.source();
         if (now !== null) this.set(now.waiting);
       },
     });
@@ -60,7 +57,7 @@ export const metricsRoutes = (workers: readonly WorkerHeap[] = [], backlog?: { r
       registers: [own],
       async collect() {
         this.reset();
-        const now = await read();
+        const now = await backlog.source();
         if (now !== null) this.set(lateSeconds(now, backlog.clock()));
       },
     });

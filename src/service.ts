@@ -151,8 +151,8 @@ export const startService = async (config: Config, options: ServiceOptions = {})
     return changes.length < KEY_CHANGES_PAGE ? (changes.at(-1)?.position ?? applied) : log.headPosition();
   });
   const thread = dispatcherThreadOf(features);
-  // The delivery engine's backlog, where this process runs one (in a thread or on its event loop).
-  const backlog = features.find((f) => f.deliveryBacklog !== undefined)?.deliveryBacklog;
+  // The delivery engine's status, where this process runs one (in a thread or on its event loop).
+  const engine = features.find((f) => f.deliveryEngine !== undefined)?.deliveryEngine;
   const { app, routes } = createHttpApp({
     directory,
     rateLimiter: core.rateLimiter,
@@ -167,8 +167,8 @@ export const startService = async (config: Config, options: ServiceOptions = {})
     idempotency: { log, handle, seal: secretBoxOf({ secretKey: config.webhooks.secretKey, dataDir: config.dataDir }, config.webhooks.previousSecretKeys), newId: randomId, nowMs: () => Math.floor(clock() / 1000), requestTimeoutMs: config.http.requestTimeoutMs, leaseMs: config.idempotencyLeaseMs },
     modules: withApiDocument([
       adminRoutes({ workspaces, planNames: Object.keys(config.plans), defaultPlan: config.defaultPlan, settled: directoryRunner.waitFor }),
-      metricsRoutes(thread === null ? [] : [{ thread: thread.check.name, usedBytes: thread.heapUsedBytes }], backlog === undefined ? undefined : { source: backlog, clock }),
-      ...(backlog === undefined ? [] : [backlogRoutes(backlog, clock)]),
+      metricsRoutes(thread === null ? [] : [{ thread: thread.check.name, usedBytes: thread.heapUsedBytes }], engine === undefined ? undefined : { source: engine, clock }),
+      ...(engine === undefined ? [] : [backlogRoutes(engine, clock)]),
       ...features.flatMap((f) => (f.routes === undefined ? [] : [f.routes])),
     ]),
   });

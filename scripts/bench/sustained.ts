@@ -7,7 +7,9 @@
 // 600). Reported: commit → first attempt received p50/p99 per minute and over the run, how late the
 // retries of the receiver's deliberate 500s came after their due time, false timeouts (a retry of an
 // attempt the receiver had answered 200), the deliveries still owed when writes stop, API p99 during
-// the run, and the start-up time of the resulting log.
+// the run, and the start-up time of the resulting log. Beside the receiver's figures, the engine's own
+// (its punctuality histograms at /admin/v1/metrics): commit → fan-out, fan-out → first attempt out,
+// and due → retry out, without the network and the receiver's event loop.
 // With BENCH_ROLES=distributed the same traffic goes to the distributed roles on one host instead: an
 // API server, the relay and two dispatchers on one shared SQLite log, with Kafka and Redis the bench
 // starts on ports of its own; the start-up reported is then the API server's and a dispatcher's.
@@ -18,6 +20,7 @@ import * as path from 'node:path';
 import { clusterEnv, createProcessGroup, type ProcessGroup, type RoleProcess } from '../../test/support/processes.js';
 import { send } from '../torture/http.js';
 import { engine as engineAt } from './engines.js';
+import { punctual, scrapePunctuality, since, type Tally } from './engine-punctuality.js';
 import { startSustainedReceiver, type ReceiverFigures, type SustainedReceiver } from './sustained-receiver.js';
 
 const ADMIN = 'bench-admin';
@@ -121,10 +124,32 @@ const drain = async (url: string, ws: Workspace, receiver: SustainedReceiver, fr
   }
 };
 
+/**
+ * The engine's figures over a stretch: commit → fan-out and fan-out → first attempt out (each share
+ * within 200 ms, the issue's first-attempt bound), due → retry out (share within 100 ms).
+ */
+const engineFigures = (tally: Tally) => {
+  const fanOut = punctual(tally, 'webhook_fanout_delay_seconds', null, 0.2);
+  const first = punctual(tally, 'webhook_attempt_start_delay_seconds', 'attempt="first"', 0.2);
+  const retry = punctual(tally, 'webhook_attempt_start_delay_seconds', 'attempt="retry"', 0.1);
+  const pct = (share: number) => `${(share * 100).toFixed(2)}%`;
+  return {
+    fanOut,
+    first,
+    retry,
+    line:
+      `fan-out p99 ≤ ${fanOut.p99AtMostMs} ms (${pct(fanOut.within)} within 200 ms, ${fanOut.count} events); ` +
+      `first attempt out p99 ≤ ${first.p99AtMostMs} ms after its fan-out (${pct(first.within)} within 200 ms); ` +
+      `retries out p99 ≤ ${retry.p99AtMostMs} ms after due (${pct(retry.within)} within 100 ms, ${retry.count} retries)`,
+  };
+};
+
 /** The processes serving the traffic, and how to time a restart of what serves it. */
 interface Topology {
   /** Where the writes, polls and set-up go. */
   readonly url: string;
+  /** The processes running a delivery engine, whose /admin/v1/metrics hold its punctuality. */
+  engineUrls(): readonly string[];
   /** Stops the service's processes and starts them again on the same log; resolves with ms per restarted role. */
   restart(): Promise<Record<string, number>>;
   stop(): Promise<void>;
@@ -147,6 +172,7 @@ const embedded = async (group: ProcessGroup): Promise<Topology> => {
   let service = await group.start('service', {});
   return {
     url: service.url,
+    engineUrls: () => [service.url],
     async restart() {
       await stopped(service);
       const again = await timedStart(group, 'restarted', {});
@@ -174,6 +200,7 @@ const distributed = async (group: ProcessGroup): Promise<Topology> => {
     let api = await start('api', 'api');
     return {
       url: api.url,
+      engineUrls: () => dispatchers.map((d) => d.url),
       async restart() {
         await stopped(api);
         const apiAgain = await timedStart(group, 'api-restarted', { ...cluster, ROLE: 'api' });
@@ -217,6 +244,8 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
     topology = await (roles === 'distributed' ? distributed(group) : embedded(group));
     const { url } = topology;
     const ws = await setUp(url, receiver.url);
+    const engines = async () => scrapePunctuality(topology!.engineUrls(), ADMIN);
+    const beforeBurst = await engines();
     const burstStartedMs = Date.now();
     const ceilingPerS = await ceiling(url, ws);
     const burstStoppedMs = Date.now();
@@ -229,6 +258,9 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
     const burst = quantiles(inBurst.map(([committed, arrived]) => arrived - committed));
     const burstSpanS = inBurst.length === 0 ? 1 : (Math.max(...inBurst.map(([, arrived]) => arrived)) - burstStartedMs) / 1000;
     console.error(`burst: commit → first attempt p50 ${burst.p50} ms, p99 ${burst.p99} ms (${burst.n} deliveries, ${Math.round(burst.n / burstSpanS)}/s)`);
+    const beforeRun = await engines();
+    const burstEngine = engineFigures(since(beforeBurst, beforeRun));
+    console.error(`burst, as the engine measured it: ${burstEngine.line}`);
 
     const startedMs = Date.now();
     let running = true;
@@ -255,6 +287,8 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
     running = false;
     const polled = (await Promise.all(pollers)).reduce((a, b) => a + b, 0);
     const end = await drain(url, ws, receiver, startedMs);
+    const runEngine = engineFigures(since(beforeRun, await engines()));
+    console.error(`run, as the engine measured it: ${runEngine.line}`);
 
     const inRun = end.firstAttempts.filter(([committed]) => committed >= startedMs && committed < stoppedMs);
     const lag = quantiles(inRun.map(([committed, arrived]) => arrived - committed));
@@ -280,6 +314,8 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
       burst_first_attempt_p99_ms: burst.p99,
       burst_deliveries_per_s: Math.round(burst.n / burstSpanS),
       burst_retry_late_p99_ms: burstRetries.p99,
+      burst_engine_fanout_p99_at_most_ms: burstEngine.fanOut.p99AtMostMs,
+      burst_engine_first_attempt_start_p99_at_most_ms: burstEngine.first.p99AtMostMs,
       writes_per_s: rate,
       writes: latencies.length,
       write_failures: failed,
@@ -289,6 +325,11 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
       retry_late_p50_ms: retries.p50,
       retry_late_p99_ms: retries.p99,
       retries_measured: retries.n,
+      engine_fanout_p99_at_most_ms: runEngine.fanOut.p99AtMostMs,
+      engine_first_attempt_start_p99_at_most_ms: runEngine.first.p99AtMostMs,
+      engine_retry_start_within_100ms: Number(runEngine.retry.within.toFixed(4)),
+      engine_retry_start_p99_at_most_ms: runEngine.retry.p99AtMostMs,
+      engine_retries: runEngine.retry.count,
       false_timeouts: end.falseFailures,
       backlog_at_end: Math.max(0, owed - receivedInRun),
       undelivered_after_drain: Math.max(0, owed - end.firstAttempts.filter(([c]) => c >= startedMs).length),

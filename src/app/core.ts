@@ -8,7 +8,7 @@ import type { MicrosClock } from '../log/clock.js';
 import type { RateLimiter } from '../ratelimit/rate-limiter.js';
 import type { IdSource } from '../shared/ids.js';
 import type { Notifier } from '../updates/notifier.js';
-import type { BacklogSource } from '../webhooks/dispatch/backlog.js';
+import type { EngineStatusSource } from '../webhooks/dispatch/backlog.js';
 import type { RouteModule } from '../http/app.js';
 import type { CommandHandler } from './command-handler.js';
 import type { WorkspaceCommands } from './workspaces.js';
@@ -41,8 +41,8 @@ export interface Feature {
   /** Called on shutdown before the HTTP server closes (e.g. to answer pending long polls). */
   drain?(): Promise<void>;
   stop?(): Promise<void>;
-  /** The webhook delivery engine's backlog, on the feature that runs it (or its thread). */
-  readonly deliveryBacklog?: BacklogSource;
+  /** The webhook delivery engine's backlog and punctuality, on the feature that runs it (or its thread). */
+  readonly deliveryEngine?: EngineStatusSource;
 }
 
 export type FeatureFactory = (core: Core) => Feature;

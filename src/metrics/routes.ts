@@ -2,10 +2,12 @@
 // heap, open handles and event-loop delay, prom-client's default set, for operators and the soak
 // test. The figures are the process's, so one registry serves every service the process runs. The
 // default heap figures are the main thread's isolate only: a service's worker threads add theirs.
+// Where the process runs a delivery engine, its backlog gauges and punctuality histograms too.
 import { collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 import type { RouteModule } from '../http/app.js';
 import type { MicrosClock } from '../log/clock.js';
-import { lateSeconds, type BacklogSource } from '../webhooks/dispatch/backlog.js';
+import { lateSeconds, type EngineStatusSource } from '../webhooks/dispatch/backlog.js';
+import { punctualityRegistry } from '../webhooks/dispatch/punctuality.js';
 
 let shared: Registry | null = null;
 
@@ -23,7 +25,7 @@ export interface WorkerHeap {
   usedBytes(): Promise<number | null>;
 }
 
-export const metricsRoutes = (workers: readonly WorkerHeap[] = [], backlog?: { readonly source: BacklogSource; readonly clock: MicrosClock }): RouteModule => {
+export const metricsRoutes = (workers: readonly WorkerHeap[] = [], engine?: { readonly source: EngineStatusSource; readonly clock: MicrosClock }): RouteModule => {
   // The service's own registry: several services in one process (tests) each have their workers.
   const own = new Registry();
   new Gauge({
@@ -40,15 +42,15 @@ export const metricsRoutes = (workers: readonly WorkerHeap[] = [], backlog?: { r
       });
     },
   });
-  if (backlog !== undefined) {
+  if (engine !== undefined) {
     new Gauge({
       name: 'webhook_deliveries_waiting',
       help: 'Webhook attempts waiting in the retry schedule, not taken yet (left out while the delivery engine does not answer).',
       registers: [own],
       async collect() {
         this.reset();
-        const now = await backlog.source();
-        if (now !== null) this.set(now.waiting);
+        const now = await engine.source();
+        if (now !== null) this.set(now.backlog.waiting);
       },
     });
     new Gauge({
@@ -57,17 +59,22 @@ export const metricsRoutes = (workers: readonly WorkerHeap[] = [], backlog?: { r
       registers: [own],
       async collect() {
         this.reset();
-        const now = await backlog.source();
-        if (now !== null) this.set(lateSeconds(now, backlog.clock()));
+        const now = await engine.source();
+        if (now !== null) this.set(lateSeconds(now.backlog, engine.clock()));
       },
     });
   }
+  /** The engine's histograms, kept where it runs (its thread's are handed over as JSON); none while it does not answer. */
+  const punctuality = async (): Promise<Registry[]> => {
+    const status = await engine?.source();
+    return status === undefined || status === null ? [] : [punctualityRegistry(status.punctuality)];
+  };
   return {
     admin(router) {
       router.get('/metrics', async (ctx) => {
-        const both = Registry.merge([registry(), own]);
-        ctx.type = both.contentType;
-        ctx.body = await both.metrics();
+        const all = Registry.merge([registry(), own, ...(await punctuality())]);
+        ctx.type = all.contentType;
+        ctx.body = await all.metrics();
       });
     },
   };

@@ -38,13 +38,13 @@ export const createWebhooksFeature = (core: Core, extensions: readonly WebhookEx
   const sender = createSender({ timeoutMs: webhooks.timeoutMs, allowedNetworks: webhooks.allowedNetworks, clock: core.clock });
   const parts: WebhookParts = { directory, sender, secrets, beforeDeleteAnswered: [] };
   const extras = extensions.map((extend) => extend(core, parts));
-  const deliveryBacklog = extras.find((e) => e.deliveryBacklog !== undefined)?.deliveryBacklog;
+  const deliveryEngine = extras.find((e) => e.deliveryEngine !== undefined)?.deliveryEngine;
   let stopping = false;
   let resealing = Promise.resolve();
   return {
     name: 'webhooks',
     routes: mergeRoutes([webhookRoutes(core, parts), ...extras.map((e) => e.routes)]),
-    ...(deliveryBacklog === undefined ? {} : { deliveryBacklog }),
+    ...(deliveryEngine === undefined ? {} : { deliveryEngine }),
     async start() {
       await directory.start();
       for (const extra of extras) await extra.start?.();

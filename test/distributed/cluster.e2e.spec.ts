@@ -201,6 +201,11 @@ describe('distributed mode with real processes (e2e)', function () {
       const copies = (id: string) => received().filter((r) => header(r, 'X-Webhook-Id') === id).length;
       await eventually('every retry (the failed attempt and its retry)', () => webhookIds.every((id) => copies(id) >= 2), 30_000);
       await expectAllDelivered(eventIds, ids, 0);
+      // The survivor sent every retry, and its punctuality histogram at /admin/v1/metrics counted them.
+      const survivor = dispatchers.find((d) => d !== killed) as RoleProcess;
+      const metrics = await fetch(`${survivor.url}/admin/v1/metrics`, { headers: { authorization: `Bearer ${ADMIN}` } }).then((r) => r.text());
+      const retries = Number(/^webhook_attempt_start_delay_seconds_count\{attempt="retry"\} (\d+)$/m.exec(metrics)?.[1]);
+      expect(retries).to.be.at.least(webhookIds.length);
     } finally {
       receivers.forEach((r) => r.respond({ kind: 'status', status: 200 }));
     }

@@ -1,6 +1,9 @@
 // How far delivery is behind, for operators: GET /admin/v1/webhooks/backlog and the metrics' gauges
 // show the attempts waiting and how late the earliest one is, while a slow receiver holds the only
-// in-flight slot, and nothing once it has caught up; 503 while the delivery thread is down.
+// in-flight slot, and nothing once it has caught up; 503 while the delivery thread is down. And how
+// punctual it has been, measured in the delivery thread: how long after its commit each event was
+// fanned out, and how long after it fell due each attempt went out, first attempts and retries apart.
+// A receiver's slowness is not the engine's lateness, but attempts queued behind it are.
 import { expect } from 'chai';
 import type { RecordedEvent } from '../../src/log/event-log.js';
 import { startReceiver, type Receiver } from '../support/receiver.js';
@@ -12,7 +15,7 @@ interface Backlog {
   readonly oldest_due_seconds: number;
 }
 
-describe('webhook delivery backlog (e2e)', () => {
+describe('webhook delivery backlog and punctuality (e2e)', () => {
   let test: TestService | undefined;
   let receiver: Receiver | undefined;
 
@@ -28,11 +31,13 @@ describe('webhook delivery backlog (e2e)', () => {
     expect(reply.status, JSON.stringify(reply.body)).to.equal(200);
     return reply.body as Backlog;
   };
-  const gauges = async (): Promise<string> => {
+  /** The lines of /admin/v1/metrics that match. */
+  const metrics = async (matching: RegExp): Promise<string[]> => {
     const reply = await fetch(`${test!.url}/admin/v1/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
     expect(reply.status).to.equal(200);
-    return (await reply.text()).split('\n').filter((line) => line.startsWith('webhook_deliveries_')).join('\n');
+    return (await reply.text()).split('\n').filter((line) => matching.test(line));
   };
+  const gauges = async (): Promise<string> => (await metrics(/^webhook_deliveries_/)).join('\n');
 
   it('shows the attempts waiting behind a slow receiver and how late the earliest is, then nothing once they are sent', async () => {
     receiver = await startReceiver();
@@ -78,5 +83,55 @@ describe('webhook delivery backlog (e2e)', () => {
     test = await startTestService();
     const ws = await test.createWorkspace();
     expect((await ws.api('GET', '/admin/v1/webhooks/backlog')).status).to.equal(401);
+  });
+
+  /** The punctuality series, `name{labels}` → value. */
+  const punctuality = async (): Promise<Map<string, number>> => {
+    const lines = await metrics(/^webhook_(fanout|attempt_start)_delay_seconds/);
+    return new Map(lines.map((line) => [line.slice(0, line.lastIndexOf(' ')), Number(line.slice(line.lastIndexOf(' ') + 1))]));
+  };
+  const first = (suffix: string) => `webhook_attempt_start_delay_seconds_${suffix}`;
+
+  it('counts each fan-out and each attempt by kind, a retry apart from first attempts', async () => {
+    receiver = await startReceiver();
+    // The first attempt fails: one retry, 20 ms later.
+    receiver.respondOnce({ kind: 'status', status: 500 });
+    test = await startTestService(FAST_RETRIES);
+    const ws = await test.createWorkspace();
+    await subscribe(ws, receiver.url);
+    const events = [await emit(test, ws.workspaceId), await emit(test, ws.workspaceId)];
+    await eventually('both events delivered, one after a retry', () => receiver!.requests.length >= 3 && events.every((e) => receiver!.requests.some((r) => eventIdOf(r) === e.id)));
+    const figures = await eventually('the attempts counted', async () => {
+      const now = await punctuality();
+      return now.get(first('count{attempt="first"}')) === 2 && now.get(first('count{attempt="retry"}')) === 1 ? now : undefined;
+    });
+    expect(figures.get('webhook_fanout_delay_seconds_count')).to.equal(2);
+    expect(figures.get(first('bucket{le="+Inf",attempt="retry"}'))).to.equal(1);
+    expect(figures.get(first('sum{attempt="first"}'))).to.be.at.least(0);
+    expect([...figures.keys()].some((k) => k.includes('attempt="replay"'))).to.equal(false);
+  });
+
+  it('shows first attempts queued behind a slow receiver as late, and answers without the figures while the thread is down', async () => {
+    receiver = await startReceiver();
+    receiver.respond({ kind: 'delay', ms: 800, status: 200 });
+    test = await startTestService({ ...FAST_RETRIES, WEBHOOK_MAX_IN_FLIGHT: '1' });
+    const ws = await test.createWorkspace();
+    await subscribe(ws, receiver.url);
+    for (let i = 0; i < 3; i++) await emit(test, ws.workspaceId);
+    const figures = await eventually('three first attempts counted', async () => {
+      const now = await punctuality();
+      return now.get(first('count{attempt="first"}')) === 3 ? now : undefined;
+    }, 15_000);
+    // One slot: the second cannot start before the first is answered (800 ms), the third before the second.
+    expect(figures.get(first('bucket{le="0.5",attempt="first"}'))).to.be.at.most(1);
+    expect(figures.get(first('bucket{le="1",attempt="first"}'))).to.be.at.most(2);
+    expect(figures.get(first('sum{attempt="first"}'))).to.be.at.least(2.4);
+
+    const thread = test.service.dispatcherThread!;
+    await thread.kill();
+    expect((await punctuality()).size).to.equal(0);
+    await thread.running();
+    // A new thread counts from nothing, as a restarted process does (Prometheus reads it as a reset).
+    expect((await punctuality()).get('webhook_fanout_delay_seconds_count')).to.equal(0);
   });
 });

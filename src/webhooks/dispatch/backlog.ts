@@ -6,6 +6,7 @@
 import type { RouteModule } from '../../http/app.js';
 import { unavailable } from '../../http/api-error.js';
 import type { MicrosClock } from '../../log/clock.js';
+import type { PunctualityFigures } from './punctuality.js';
 
 export interface DeliveryBacklog {
   /** Attempts in the schedule, not taken yet (those under way are not counted). */
@@ -14,8 +15,14 @@ export interface DeliveryBacklog {
   readonly oldestDueAt: number | null;
 }
 
-/** The delivery engine's backlog, wherever it runs; null when it does not answer (a thread restarting). */
-export type BacklogSource = () => Promise<DeliveryBacklog | null>;
+/** What the delivery engine tells of itself: its backlog and how punctual it has been. */
+export interface DeliveryEngineStatus {
+  readonly backlog: DeliveryBacklog;
+  readonly punctuality: PunctualityFigures;
+}
+
+/** The delivery engine's status, wherever it runs; null when it does not answer (a thread restarting). */
+export type EngineStatusSource = () => Promise<DeliveryEngineStatus | null>;
 
 /** How long ago, in seconds, the earliest waiting attempt fell due; 0 when none is due. */
 export const lateSeconds = (backlog: DeliveryBacklog, now: number): number =>
@@ -48,11 +55,11 @@ export const watchBacklog = (read: () => Promise<DeliveryBacklog>, clock: Micros
 };
 
 /** GET /admin/v1/webhooks/backlog: `{waiting, oldest_due_seconds}` for the whole service; 503 while its delivery engine does not answer. */
-export const backlogRoutes = (source: BacklogSource, clock: MicrosClock): RouteModule => ({
+export const backlogRoutes = (source: EngineStatusSource, clock: MicrosClock): RouteModule => ({
   admin(router) {
     router.get('/webhooks/backlog', async (ctx) => {
-      const backlog = await source();
-      if (backlog === null) throw unavailable('The webhook delivery engine does not answer: retry shortly');
+      const backlog = (await source())?.backlog;
+      if (backlog === undefined) throw unavailable('The webhook delivery engine does not answer: retry shortly');
       ctx.body = { waiting: backlog.waiting, oldest_due_seconds: Math.round(lateSeconds(backlog, clock()) * 1000) / 1000 };
     });
   },

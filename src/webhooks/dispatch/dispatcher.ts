@@ -19,6 +19,7 @@ import type { SubscriptionDirectory, SubscriptionRow } from '../subscriptions.js
 import type { DeliveryBacklog } from './backlog.js';
 import { bodyAtPosition, envelopeBytes } from './bodies.js';
 import { createPump } from './pump.js';
+import { createPunctuality, type AttemptKind, type PunctualityFigures } from './punctuality.js';
 import { createRecorder } from './recorder.js';
 import { readDeliveryHistory } from './restore.js';
 import { deleteSubscriptionHistory } from './subscription-history.js';
@@ -108,6 +109,8 @@ export interface Dispatcher {
   replayBacklog(subscriptionId: string, replayId: string): Promise<number>;
   /** The attempts waiting in the schedule and the earliest due time among them. */
   backlog(): Promise<DeliveryBacklog>;
+  /** How late fan-outs and attempts started, since this dispatcher started (punctuality.ts). */
+  punctuality(): Promise<PunctualityFigures>;
   start(): void;
   stop(): Promise<void>;
 }
@@ -120,6 +123,12 @@ interface Pending {
   /** Cancels the attempt in flight (what is not written yet is never sent). */
   cancel?: () => void;
 }
+
+/** The kind of attempt `attempt` of the delivery is, for the punctuality figures. */
+const attemptKind = (delivery: Delivery, attempt: number): AttemptKind => {
+  if (attempt > 1 || delivery.round > 1) return 'retry';
+  return delivery.replayId === null ? 'first' : 'replay';
+};
 
 const decided = (command: DeliveryCommand, state: Delivery | null): readonly Decided[] => {
   const result = deliveryAggregate.decide(command, state);
@@ -143,6 +152,7 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
   const records = deps.records ?? recordsFromLog(log);
   const recorder = createRecorder(log);
   const waiting = createWaitingDeliveries(log);
+  const punctuality = createPunctuality();
   const pending = new Map<string, Pending>();
   const bySubscription = new Map<string, Set<string>>();
   /** Live deliveries this dispatcher scheduled whose first attempt has not started: replays wait for them. */
@@ -342,6 +352,7 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
     // The secrets as they are when it is sent, not when it was scheduled.
     const { secrets } = existing(p.workspaceId, row.id) ?? row;
     const request = { url: row.url, body, eventType: p.delivery.eventType, deliveryId: p.delivery.id, attempt, secrets, wanted };
+    punctuality.started(attemptKind(p.delivery, attempt), clock() - entry.dueAt);
     const outcome = await sender.send(request, (cancel) => {
       p.cancel = cancel;
     });
@@ -409,13 +420,16 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
       if (targets.length === 0) return;
       const body = envelopeBytes(event);
       const at = clock();
-      await Promise.all(
+      const scheduled = await Promise.all(
         targets.map(async (subscription) => {
           const deliveryId = deliveryIdOf(event.id, subscription.id);
-          if (pending.has(deliveryId) || known.delete(deliveryId) || (await records.recorded?.(subscription.id, deliveryId))) return;
+          if (pending.has(deliveryId) || known.delete(deliveryId) || (await records.recorded?.(subscription.id, deliveryId))) return false;
           await scheduleNew(event, body, { kind: 'schedule', deliveryId, subscriptionId: subscription.id, eventId: event.id, eventType: event.type, eventPosition: event.position, fannedOutThrough, at });
+          return true;
         }),
       );
+      // An event fanned out again after a restart, its deliveries already recorded, is not counted twice.
+      if (scheduled.includes(true)) punctuality.fannedOut(at - event.offset);
     },
 
     async replay(event, subscription, replayId) {
@@ -492,6 +506,7 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
     },
 
     backlog: async () => ({ waiting: await schedule.size(), oldestDueAt: await schedule.nextDueAt() }),
+    punctuality: () => punctuality.figures(),
     start: () => pump.start(),
 
     async stop() {

@@ -56,7 +56,7 @@ export const webhookDispatchFrom = (source: EventSource, shared?: SharedRetrySch
       await replays.start();
       watching = watchBacklog(() => dispatcher.backlog(), core.clock);
     },
-    deliveryBacklog: () => dispatcher.backlog(),
+    deliveryEngine: async () => ({ backlog: await dispatcher.backlog(), punctuality: await dispatcher.punctuality() }),
     async stop() {
       watching?.stop();
       await replays.stop();

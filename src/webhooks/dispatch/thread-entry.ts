@@ -13,7 +13,7 @@ import { backgroundCore } from '../../app/log-core.js';
 import { openDispatcherLog } from '../../bus/role-log.js';
 import type { Config } from '../../config/config.js';
 import { systemMicros } from '../../log/clock.js';
-import type { DeliveryBacklog } from './backlog.js';
+import type { DeliveryEngineStatus } from './backlog.js';
 import type { Dispatcher } from './dispatcher.js';
 import { webhooksWithDelivery, type EventSource } from './feature.js';
 import { recordsFromIndex } from './history-index.js';
@@ -59,8 +59,8 @@ const source: EventSource = (options) => {
 // A delivery it does not hold (a manual retry of one settled long ago) is read from the index too.
 const engine = webhooksWithDelivery(source, undefined, recordsFromIndex(log, index, pending))(core);
 const send = (message: FromWorker): void => port.postMessage(message);
-const pong = (id: number, otherHeap = 0, backlog: DeliveryBacklog | null = null): void =>
-  send({ kind: 'pong', id, heapUsedBytes: getHeapStatistics().used_heap_size + otherHeap, backlog });
+const pong = (id: number, otherHeap = 0, status: DeliveryEngineStatus | null = null): void =>
+  send({ kind: 'pong', id, heapUsedBytes: getHeapStatistics().used_heap_size + otherHeap, engine: status });
 
 const started = Promise.all([indexThread, engine.start?.()]);
 /** The index thread's heap in use as it last answered. */
@@ -68,12 +68,13 @@ let indexHeap = 0;
 let stopping: Promise<void> | null = null;
 port.on('message', (message: ToWorker) => {
   // A ping is answered with both threads' heap in use (the main thread's figures leave out their
-  // isolates) and the delivery backlog. The index thread's heap is the one it last told: a health
-  // check must not wait on a thread that runs at a lower priority and may lag on purpose.
+  // isolates) and the delivery engine's status (backlog, punctuality). The index thread's heap is
+  // the one it last told: a health check must not wait on a thread that runs at a lower priority
+  // and may lag on purpose.
   if (message.kind === 'ping') {
     const { id } = message;
     indexThread.then((thread) => thread.heapUsedBytes()).then((bytes) => (indexHeap = bytes), () => undefined);
-    return void Promise.resolve(engine.deliveryBacklog?.() ?? null).then((backlog) => pong(id, indexHeap, backlog), () => undefined);
+    return void Promise.resolve(engine.deliveryEngine?.() ?? null).then((status) => pong(id, indexHeap, status), () => undefined);
   }
   if (message.kind === 'deleted') {
     const { subscriptionId } = message;

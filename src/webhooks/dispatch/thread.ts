@@ -11,7 +11,7 @@ import type { Config } from '../../config/config.js';
 import type { Feature } from '../../app/core.js';
 import type { HealthCheck } from '../../health/checks.js';
 import type { WebhookExtension } from '../feature.js';
-import type { BacklogSource, DeliveryBacklog } from './backlog.js';
+import type { DeliveryEngineStatus, EngineStatusSource } from './backlog.js';
 import { startWorker } from '../../shared/worker.js';
 
 /** Main thread → worker. */
@@ -24,12 +24,12 @@ export type ToWorker =
   | { readonly kind: 'deleted'; readonly subscriptionId: string; readonly id: number };
 /** Worker → main thread. */
 export type FromWorker = { readonly kind: 'ready' } | Pong;
-/** A worker's answer: its threads' heap in use, and its delivery backlog (null when not asked: a deletion's answer). */
+/** A worker's answer: its threads' heap in use, and its delivery engine's status (null when not asked: a deletion's answer). */
 export interface Pong {
   readonly kind: 'pong';
   readonly id: number;
   readonly heapUsedBytes: number;
-  readonly backlog: DeliveryBacklog | null;
+  readonly engine: DeliveryEngineStatus | null;
 }
 
 export interface DispatcherThreadOptions {
@@ -50,8 +50,8 @@ export interface DispatcherThread {
   running(): Promise<void>;
   /** The worker's heap in use (its isolate's, which the process's own heap figures leave out); null while none answers. */
   heapUsedBytes(): Promise<number | null>;
-  /** The worker's delivery backlog; null while none answers. */
-  readonly backlog: BacklogSource;
+  /** The worker's delivery backlog and punctuality; null while none answers. */
+  readonly engine: EngineStatusSource;
   /** Ends the running worker abruptly, as a crash would (tests). */
   kill(): Promise<void>;
   /** Ends the running worker's history index thread abruptly (tests); the worker ends with it. */
@@ -185,7 +185,7 @@ export const createDispatcherThread = (config: Config, options: DispatcherThread
     threadId: () => (ready ? (worker?.threadId ?? null) : null),
     running: () => (ready ? Promise.resolve() : new Promise<void>((resolve) => waiters.push(resolve))),
     heapUsedBytes: async () => (await ping(HEAP_ANSWER_MS))?.heapUsedBytes ?? null,
-    backlog: async () => (await ping(HEAP_ANSWER_MS))?.backlog ?? null,
+    engine: async () => (await ping(HEAP_ANSWER_MS))?.engine ?? null,
     async kill() {
       await worker?.terminate();
     },
@@ -201,7 +201,7 @@ export const createDispatcherThread = (config: Config, options: DispatcherThread
       return {};
     },
   };
-  const withThread = { ...feature, thread, deliveryBacklog: thread.backlog };
+  const withThread = { ...feature, thread, deliveryEngine: thread.engine };
   return thread;
 };
 

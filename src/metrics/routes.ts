@@ -7,7 +7,7 @@ import { collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 import type { RouteModule } from '../http/app.js';
 import type { MicrosClock } from '../log/clock.js';
 import { lateSeconds, type EngineStatusSource } from '../webhooks/dispatch/backlog.js';
-import { punctualityRegistry } from '../webhooks/dispatch/punctuality.js';
+import { punctualityText } from '../webhooks/dispatch/punctuality.js';
 
 let shared: Registry | null = null;
 
@@ -64,17 +64,17 @@ export const metricsRoutes = (workers: readonly WorkerHeap[] = [], engine?: { re
       },
     });
   }
-  /** The engine's histograms, kept where it runs (its thread's are handed over as JSON); none while it does not answer. */
-  const punctuality = async (): Promise<Registry[]> => {
+  /** The engine's histograms, counted where it runs (a thread hands them over as data); none while it does not answer. */
+  const punctuality = async (): Promise<string> => {
     const status = await engine?.source();
-    return status === undefined || status === null ? [] : [punctualityRegistry(status.punctuality)];
+    return status === undefined || status === null ? '' : punctualityText(status.punctuality);
   };
   return {
     admin(router) {
       router.get('/metrics', async (ctx) => {
-        const all = Registry.merge([registry(), own, ...(await punctuality())]);
-        ctx.type = all.contentType;
-        ctx.body = await all.metrics();
+        const both = Registry.merge([registry(), own]);
+        ctx.type = both.contentType;
+        ctx.body = (await both.metrics()) + (await punctuality());
       });
     },
   };

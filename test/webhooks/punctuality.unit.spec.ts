@@ -1,12 +1,12 @@
-// The delivery engine's punctuality histograms: observed in microseconds, exposed in seconds, and
-// the same after the trip a worker thread's figures make as JSON to the main thread's registry.
+// The delivery engine's punctuality histograms: observed in microseconds, exposed in seconds in
+// Prometheus' text format, and the same after the trip a worker thread's figures make as data.
 import { expect } from 'chai';
-import { createPunctuality, punctualityRegistry, PUNCTUALITY_BUCKETS } from '../../src/webhooks/dispatch/punctuality.js';
+import { createPunctuality, punctualityText, PUNCTUALITY_BUCKETS } from '../../src/webhooks/dispatch/punctuality.js';
 
 /** `name{labels} value` lines of the exposition, as a map. */
-const series = async (text: Promise<string>): Promise<Map<string, number>> =>
+const series = (text: string): Map<string, number> =>
   new Map(
-    (await text)
+    text
       .split('\n')
       .filter((line) => line !== '' && !line.startsWith('#'))
       .map((line) => {
@@ -16,21 +16,25 @@ const series = async (text: Promise<string>): Promise<Map<string, number>> =>
   );
 
 describe('webhook punctuality histograms (unit)', () => {
-  it('counts attempts by kind into cumulative buckets of seconds, through the JSON a thread hands over', async () => {
+  it('counts attempts by kind into cumulative buckets of seconds, through the data a thread hands over', async () => {
     const punctuality = createPunctuality();
     punctuality.started('first', 3_000); // 3 ms
     punctuality.started('first', 150_000); // 150 ms
     punctuality.started('retry', 40_000); // 40 ms
+    punctuality.started('retry', 100_000); // 100 ms: on a bound, which holds it (le)
     punctuality.started('replay', 7_000_000); // 7 s
     punctuality.fannedOut(1_000);
-    const text = punctualityRegistry(structuredClone(await punctuality.figures())).metrics();
-    const values = await series(text);
+    const text = punctualityText(structuredClone(punctuality.figures()));
+    const values = series(text);
+    expect(text).to.match(/^# TYPE webhook_fanout_delay_seconds histogram$/m).and.match(/^# TYPE webhook_attempt_start_delay_seconds histogram$/m);
     expect(values.get('webhook_attempt_start_delay_seconds_bucket{le="0.005",attempt="first"}')).to.equal(1);
     expect(values.get('webhook_attempt_start_delay_seconds_bucket{le="0.1",attempt="first"}')).to.equal(1);
     expect(values.get('webhook_attempt_start_delay_seconds_bucket{le="0.2",attempt="first"}')).to.equal(2);
     expect(values.get('webhook_attempt_start_delay_seconds_count{attempt="first"}')).to.equal(2);
     expect(values.get('webhook_attempt_start_delay_seconds_sum{attempt="first"}')).to.be.closeTo(0.153, 1e-9);
     expect(values.get('webhook_attempt_start_delay_seconds_bucket{le="0.05",attempt="retry"}')).to.equal(1);
+    expect(values.get('webhook_attempt_start_delay_seconds_bucket{le="0.1",attempt="retry"}')).to.equal(2);
+    expect(values.get('webhook_attempt_start_delay_seconds_count{attempt="retry"}')).to.equal(2);
     expect(values.get('webhook_attempt_start_delay_seconds_bucket{le="5",attempt="replay"}')).to.equal(0);
     expect(values.get('webhook_attempt_start_delay_seconds_bucket{le="10",attempt="replay"}')).to.equal(1);
     expect(values.get('webhook_fanout_delay_seconds_bucket{le="0.005"}')).to.equal(1);
@@ -43,7 +47,7 @@ describe('webhook punctuality histograms (unit)', () => {
   it('counts a delay below zero (a clock stepped back between two threads) as none, and nothing observed as no attempt series', async () => {
     const punctuality = createPunctuality();
     punctuality.fannedOut(-2_000_000);
-    const values = await series(punctualityRegistry(await punctuality.figures()).metrics());
+    const values = series(punctualityText(punctuality.figures()));
     expect(values.get('webhook_fanout_delay_seconds_bucket{le="0.005"}')).to.equal(1);
     expect(values.get('webhook_fanout_delay_seconds_sum')).to.equal(0);
     expect([...values.keys()].some((k) => k.startsWith('webhook_attempt_start_delay_seconds'))).to.equal(false);

@@ -506,7 +506,7 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
     },
 
     backlog: async () => ({ waiting: await schedule.size(), oldestDueAt: await schedule.nextDueAt() }),
-    punctuality: () => punctuality.figures(),
+    punctuality: async () => punctuality.figures(),
     start: () => pump.start(),
 
     async stop() {

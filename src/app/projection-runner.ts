@@ -4,7 +4,11 @@
 //
 // All runners of one log share ONE subscription (a ProjectionTail): each event is read and parsed
 // once and handed to every projection, instead of once per projection. A runner that starts behind
-// the tail (its checkpoint is older) catches up with reads of its own, then joins the tail.
+// the tail (its checkpoint is older) catches up with reads of its own, then joins the tail. Where the
+// log tells the positions it looked through (reportsScanned), the tail reads only the types its
+// runners apply: the rest (delivery records are most of a busy log) is skipped unread, and runners
+// still move past it. A runner joining with a type the tail does not read starts it again, from where
+// it is, with that type too.
 //
 // An apply that throws ProjectionReset (a shared store that lost its data or cannot be reached) does
 // not stop its projection: the runner reads the store's checkpoint again, retrying until it can, and
@@ -136,6 +140,8 @@ export const createProjectionTail = (log: EventLog): ProjectionTail => {
   let tail: Promise<LogSubscription> | null = null;
   // A stopped tail may still be finishing an event while a new one starts: only the newest delivers.
   let generation = 0;
+  /** The types the tail (started or starting) reads; null: every type. */
+  let covered: ReadonlySet<string> | null = null;
 
   const fail = (member: Member, error: unknown) => {
     members.delete(member);
@@ -241,12 +247,50 @@ export const createProjectionTail = (log: EventLog): ProjectionTail => {
     return pending === undefined ? undefined : Promise.all(pending).then(() => undefined);
   };
 
-  const startTail = async (): Promise<LogSubscription> => {
+  /**
+   * The log looked through `position` past events no runner applies: each live runner moves there as
+   * it would past such an event handed to it (at once, or when its applies in flight settle).
+   */
+  const passed = (position: number): void => {
+    head = Math.max(head, position);
+    for (const member of members) {
+      if (!member.live || position <= member.progress.applied()) continue;
+      member.handed = position;
+      if (member.inFlight === 0) member.progress.advance(position);
+    }
+  };
+
+  /** From `after` (default: the head now), reading the types of every runner there is when called. */
+  const startTail = async (after?: number): Promise<LogSubscription> => {
     const mine = ++generation;
-    head = await log.headPosition();
-    const subscription = log.subscribe({ after: head }, (event) => (mine === generation ? deliver(event) : undefined));
+    const types = new Set([...members].flatMap((member) => [...member.types]));
+    const filtered = log.reportsScanned === true && types.size > 0;
+    covered = filtered ? types : null;
+    head = after ?? (await log.headPosition());
+    const subscription = log.subscribe(
+      { after: head, ...(filtered ? { types: [...types], scanned: (position: number) => (mine === generation ? passed(position) : undefined) } : {}) },
+      (event) => (mine === generation ? deliver(event) : undefined),
+    );
     subscription.done.catch((error: unknown) => console.error('projection log tail stopped:', error));
     return subscription;
+  };
+
+  /**
+   * The tail, reading the member's types: started, or started again where it is (everything up to
+   * `head` was handed out) with them too. The old one delivers nothing from the moment it is replaced.
+   */
+  const tailFor = (member: Member): Promise<LogSubscription> => {
+    if (tail === null) return (tail = startTail());
+    const reads = covered;
+    if (reads === null || [...member.types].every((type) => reads.has(type))) return tail;
+    const replaced = tail;
+    generation += 1;
+    covered = null;
+    tail = (async () => {
+      await (await replaced).stop();
+      return startTail(head);
+    })();
+    return tail;
   };
 
   /**
@@ -256,7 +300,7 @@ export const createProjectionTail = (log: EventLog): ProjectionTail => {
    * move forwards is an error, never a spin.
    */
   const catchUp = async (member: Member, run: number) => {
-    await (tail ??= startTail());
+    await tailFor(member);
     while (members.has(member) && member.run === run) {
       // Checked right after an await and before the next: nothing can be delivered in between.
       const from = member.progress.applied();

@@ -53,6 +53,15 @@ export interface ReadAllOptions {
   readonly workspaceId?: string;
 }
 
+export interface SubscribeOptions extends Omit<ReadAllOptions, 'limit'> {
+  /**
+   * Told the position through which the log has looked, when that is past the last event handed to
+   * the handler (the filter left the rest out): every matching event up to it has been handled. Only
+   * logs whose `reportsScanned` is true call it.
+   */
+  readonly scanned?: (position: number) => void;
+}
+
 export interface FeedQuery {
   readonly workspaceId: string;
   /** Inclusive: events with offset >= fromOffset. */
@@ -90,7 +99,12 @@ export interface EventLog {
    * Catch-up then live: calls `handler` for every event with position > after (filtered as readAll),
    * in log order, one at a time, awaiting each call.
    */
-  subscribe(options: Omit<ReadAllOptions, 'limit'>, handler: (event: RecordedEvent) => Promise<void> | void): LogSubscription;
+  subscribe(options: SubscribeOptions, handler: (event: RecordedEvent) => Promise<void> | void): LogSubscription;
+  /**
+   * Whether subscribe tells `scanned` positions: a reader that keeps its place in the whole log (a
+   * projection's checkpoint) can then ask for the types it reads alone, without losing its place.
+   */
+  readonly reportsScanned?: boolean;
   /** Deletes a stream; its events disappear from every read. Deleting a missing stream is a no-op. */
   deleteStream(stream: string): Promise<void>;
   /** One workspace's public, sequenced events by offset, in offset order. */

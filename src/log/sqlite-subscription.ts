@@ -66,6 +66,7 @@ export const subscribeLoop = (
   readPage: (after: number) => Page,
   commits: CommitSignal,
   handler: (event: RecordedEvent) => Promise<void> | void,
+  scanned?: (position: number) => void,
 ): LogSubscription => {
   let stopped = false;
   // The wait under way, ended by the next commit or by stop. A wait of its own each time: racing each
@@ -83,7 +84,10 @@ export const subscribeLoop = (
         await handler(event);
         cursor = event.position;
       }
-      cursor = Math.max(cursor, page.scannedTo);
+      if (page.scannedTo > cursor && !stopped) {
+        cursor = page.scannedTo;
+        scanned?.(cursor);
+      }
       // Nothing was awaited since the loop's check (the page was empty), so stop has not come meanwhile.
       if (nextCommit) {
         await new Promise<void>((resolve) => {

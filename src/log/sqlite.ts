@@ -221,9 +221,9 @@ export const openSqliteLog = (options: SqliteLogOptions): SqliteEventLog => {
 
   const subscribe: EventLog['subscribe'] = (options, handler) => {
     ensureOpen();
-    const { after, ...filter } = options;
+    const { after, scanned, ...filter } = options;
     const unlisten = foreign?.listen();
-    const subscription = subscribeLoop(after, readPage(filter), commits, handler);
+    const subscription = subscribeLoop(after, readPage(filter), commits, handler, scanned);
     subscriptions.add(subscription);
     const forget = (): void => {
       subscriptions.delete(subscription);
@@ -255,6 +255,7 @@ export const openSqliteLog = (options: SqliteLogOptions): SqliteEventLog => {
       return reads.feed(query).map(toRecord);
     },
     subscribe,
+    reportsScanned: true,
     // Offsets are assigned in the committing transaction, so a public event is in the feed (and
     // carries its offset) by the time the tail, started at the head of now, meets it.
     watchFeed: async (handler) => {

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
+import fc from 'fast-check';
 import { createProjectionTail, createProjectionRunner, ProjectionReset } from '../../src/app/projection-runner.js';
 import type { EventLog, NewEvent, RecordedEvent } from '../../src/log/event-log.js';
 import { openSqliteLog } from '../../src/log/sqlite.js';
@@ -289,5 +290,84 @@ describe('projection runners on one log tail (int)', () => {
       console.error = consoleError;
       await runner.stop();
     }
+  });
+
+  describe('a tail reading only its runners\' types', () => {
+    /** The log, noting the type of each event its subscriptions hand out; `reportsScanned` as given. */
+    const watched = (reportsScanned: boolean) => {
+      const handed: string[] = [];
+      const watchedLog = overriding(log, {
+        reportsScanned,
+        subscribe: (options, handler) => log.subscribe(options, (e) => (handed.push(e.type), handler(e))),
+      });
+      return { handed, log: watchedLog };
+    };
+
+    for (const reportsScanned of [true, false]) {
+      it(`${reportsScanned ? 'skips' : 'reads'} the other types of a log that ${reportsScanned ? 'tells' : 'does not tell'} the positions it looked through, and moves past them alike`, async () => {
+        const { handed, log: seen } = watched(reportsScanned);
+        const tail = createProjectionTail(seen);
+        const mine = recorder('mine', ['a']);
+        const runner = tail.runner(mine.spec);
+        await runner.start();
+        await appendMany(log, 5);
+        const head = await appendMany(log, 50, 'b');
+        await runner.waitFor(head);
+        expect(runner.position()).to.equal(head);
+        expect(mine.seen).to.have.length(5);
+        expect(handed.filter((type) => type === 'b')).to.have.length(reportsScanned ? 0 : 50);
+        await runner.stop();
+      });
+    }
+
+    it('gives every runner its types exactly once, in order, whichever types later runners add while writes go on', async () => {
+      await fc.assert(
+        fc.asyncProperty(
+          fc.array(fc.constantFrom('a', 'b', 'c', 'd'), { minLength: 20, maxLength: 80 }),
+          fc.array(fc.record({ types: fc.subarray(['a', 'b', 'c', 'd'], { minLength: 1 }), at: fc.nat(80), checkpoint: fc.nat(40) }), { minLength: 1, maxLength: 4 }),
+          async (writes, joiners) => {
+            const file = openSqliteLog({ file: join(dir, `${randomBytes(6).toString('hex')}.db`), pageSize: 7 });
+            const tail = createProjectionTail(file);
+            const first = recorder('first', ['a']);
+            const runners = [{ recorder: first, runner: tail.runner(first.spec), checkpoint: 0 }];
+            try {
+              await runners[0]!.runner.start();
+              const starting: Promise<void>[] = [];
+              let head = 0;
+              for (let i = 0; i < writes.length; i++) {
+                for (const [j, joiner] of joiners.entries()) {
+                  if (joiner.at !== i) continue;
+                  const joined = recorder(`joiner-${j}`, joiner.types, joiner.checkpoint);
+                  const runner = tail.runner(joined.spec);
+                  runners.push({ recorder: joined, runner, checkpoint: joiner.checkpoint });
+                  // Not awaited: it joins while the writes go on.
+                  starting.push(runner.start());
+                }
+                head = (await file.append(`s-${i % 3}`, [event(writes[i] as string, i)], 'any')).records[0]?.position ?? head;
+              }
+              for (const [j, joiner] of joiners.entries()) {
+                if (joiner.at < writes.length) continue;
+                const joined = recorder(`joiner-${j}`, joiner.types, joiner.checkpoint);
+                const runner = tail.runner(joined.spec);
+                runners.push({ recorder: joined, runner, checkpoint: joiner.checkpoint });
+                starting.push(runner.start());
+              }
+              await Promise.all(starting);
+              await Promise.all(runners.map(({ runner }) => runner.waitFor(head)));
+              const all = await file.readAll({ after: 0 });
+              for (const { recorder: r, checkpoint } of runners) {
+                const types = new Set(r.spec.types);
+                const due = all.filter((e) => types.has(e.type) && e.position > checkpoint).map((e) => e.position);
+                expect(r.seen, r.spec.name).to.deep.equal(due);
+              }
+            } finally {
+              await Promise.all(runners.map(({ runner }) => runner.stop()));
+              await file.close();
+            }
+          },
+        ),
+        { numRuns: 40 },
+      );
+    });
   });
 });

@@ -393,6 +393,30 @@ export const eventLogContract = (name: string, factory: EventLogFactory): void =
         expect(ids(got.seen)).to.deep.equal([records[2]?.id, live.records[1]?.id]);
       });
 
+      it('tells the positions it looked through past filtered events, once the matching ones before them are handled (where it reports them)', async function () {
+        if (log.reportsScanned !== true) this.skip();
+        const handled: number[] = [];
+        const told: { position: number; handledThen: number }[] = [];
+        const head = await log.headPosition();
+        const subscription = log.subscribe(
+          { after: head, types: ['ticket.created'], scanned: (position) => void told.push({ position, handledThen: handled.length }) },
+          async (recorded) => {
+            // A slow handler: the position past it must not be told before it is done.
+            await new Promise((resolve) => setTimeout(resolve, 5));
+            handled.push(recorded.position);
+          },
+        );
+        const { records } = await log.append(unique('ticket'), [event(ws, 'ticket.created'), event(ws), event(ws)], 'any');
+        const last = (records[2] as RecordedEvent).position;
+        for (let waited = 0; !told.some((t) => t.position >= last) && waited < 200; waited++) await new Promise((resolve) => setTimeout(resolve, 10));
+        await subscription.stop();
+        const past = told.find((t) => t.position >= last);
+        expect(past, 'a position at or past the last filtered event').to.not.equal(undefined);
+        expect(past?.handledThen, 'the matching event before it was handled first').to.equal(1);
+        expect(handled).to.deep.equal([records[0]?.position]);
+        told.slice(1).forEach((t, i) => expect(t.position).to.be.greaterThan((told[i] as { position: number }).position));
+      });
+
       it('stop() ends delivery and resolves done', async () => {
         const got = collector();
         const subscription = log.subscribe({ after: start, workspaceId: ws }, got.handler);

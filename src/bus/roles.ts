@@ -67,13 +67,15 @@ const dispatcherFeatures = (core: Core): Feature[] => {
   };
   if (config.redisUrl === null) {
     console.warn('dispatcher without REDIS_URL: its retry schedule is its own, so run only one dispatcher (each would send every retry)');
-    return [webhooksWithDelivery(createKafkaSource(bus))(core), healthFeature(core)];
+    const delivery = webhooksWithDelivery(createKafkaSource(bus))(core);
+    return [delivery, healthFeature(core, delivery.deliveryEngine)];
   }
   // A claim outlives one attempt (its send timeout, then recording), so only a dead dispatcher's claims expire.
   const shared = createRedisRetrySchedule({ url: config.redisUrl, leaseMs: 2 * config.webhooks.timeoutMs + CLAIM_LEASE_MARGIN_MS });
   const history = sharedHistory(core, config.redisUrl);
   const leases = createRedisReplayLeases({ url: config.redisUrl, ttlMs: config.webhooks.replayLeaseMs });
-  return [history.feature, webhooksWithDelivery(createKafkaSource(bus, history.restore), shared, history.records, leases)(core), healthFeature(core)];
+  const delivery = webhooksWithDelivery(createKafkaSource(bus, history.restore), shared, history.records, leases)(core);
+  return [history.feature, delivery, healthFeature(core, delivery.deliveryEngine)];
 };
 
 /**
@@ -93,7 +95,8 @@ export const roleFeatures = (core: Core, embedded: readonly FeatureFactory[]): F
       // Started last, once the main side is ready; stopped first, before the log closes.
       const thread = createDispatcherThread(core.config);
       const webhooks: FeatureFactory = (c) => createWebhooksFeature(c, [deliveryHistoryFrom(historyFromIndexFile), thread.forwardDeletions]);
-      return [...withoutDelivery(core, embedded, webhooks), createHealthFeature([...checksFor(core.config, core.log), thread.check]), thread.feature];
+      const health = createHealthFeature([...checksFor(core.config, core.log), thread.check], { delivery: { engine: thread.engine, core } });
+      return [...withoutDelivery(core, embedded, webhooks), health, thread.feature];
     }
     case 'api':
       return [...withoutDelivery(core, embedded), healthFeature(core)];

@@ -2,12 +2,12 @@
 // surfaces — the public /api/v1 (API key), /admin/v1 and /internal/v1 (admin token), and /api/media
 // (signed media links: the link is the credential; rate-limited by client IP). Paths match exactly
 // and case-sensitively everywhere, and each guard decides with its own surface's router.
-import { timingSafeEqual, createHash } from 'node:crypto';
 import Koa from 'koa';
 import { Router } from '@koa/router';
 import getRawBody from 'raw-body';
 import type { WorkspaceDirectory } from '../../projections/workspace-directory.js';
 import type { RateLimiter } from '../ratelimit/rate-limiter.js';
+import { carriesAdminToken } from './admin-token.js';
 import { short, invalid } from './api-error.js';
 import type { ApiState } from './context.js';
 import { authenticate, limitByIp, type AuthOptions } from './middleware/auth.js';
@@ -99,12 +99,9 @@ const requireHost = (): Koa.Middleware => async (ctx, next) => {
   await next();
 };
 
-const digest = (s: string) => createHash('sha256').update(s).digest();
-
 const adminOnly = (token: string | null): Koa.Middleware => async (ctx, next) => {
   if (token === null) throw short(404, 'Not Found');
-  const sent = /^Bearer[ \t]+(\S+)$/i.exec(ctx.get('Authorization'))?.[1] ?? '';
-  if (!timingSafeEqual(digest(sent), digest(token))) throw short(401, 'Invalid admin token', { 'WWW-Authenticate': 'Bearer' });
+  if (!carriesAdminToken(ctx.get('Authorization'), token)) throw short(401, 'Invalid admin token', { 'WWW-Authenticate': 'Bearer' });
   await next();
 };
 

@@ -28,7 +28,7 @@ describe('health endpoints', function () {
 
   const serve = async (list: HealthCheck[]): Promise<string> => {
     checks = list;
-    const feature = createHealthFeature(list, 1000);
+    const feature = createHealthFeature(list, { timeoutMs: 1000 });
     const { app } = createHttpApp({
       directory: createWorkspaceDirectory(),
       rateLimiter: createMemoryRateLimiter({ windowMs: 60_000 }),

@@ -206,6 +206,11 @@ describe('distributed mode with real processes (e2e)', function () {
       const metrics = await fetch(`${survivor.url}/admin/v1/metrics`, { headers: { authorization: `Bearer ${ADMIN}` } }).then((r) => r.text());
       const retries = Number(/^webhook_attempt_start_delay_seconds_count\{attempt="retry"\} (\d+)$/m.exec(metrics)?.[1]);
       expect(retries).to.be.at.least(webhookIds.length);
+      // Its /readyz tells the admin token the cluster's backlog (the Redis schedule's): soon nothing waits.
+      await eventually('the backlog empty at /readyz', async () => {
+        const ready = await fetch(`${survivor.url}/readyz`, { headers: { authorization: `Bearer ${ADMIN}` } }).then((r) => r.json());
+        return JSON.stringify(ready) === JSON.stringify({ status: 'ready', webhooks: { waiting: 0, oldest_due_seconds: 0 } });
+      });
     } finally {
       receivers.forEach((r) => r.respond({ kind: 'status', status: 200 }));
     }

@@ -38,6 +38,10 @@ describe('webhook delivery backlog and punctuality (e2e)', () => {
     return (await reply.text()).split('\n').filter((line) => matching.test(line));
   };
   const gauges = async (): Promise<string> => (await metrics(/^webhook_deliveries_/)).join('\n');
+  const readyz = async (authorization?: string): Promise<{ status: number; body: unknown }> => {
+    const reply = await fetch(`${test!.url}/readyz`, authorization === undefined ? {} : { headers: { authorization } });
+    return { status: reply.status, body: await reply.json() };
+  };
 
   it('shows the attempts waiting behind a slow receiver and how late the earliest is, then nothing once they are sent', async () => {
     receiver = await startReceiver();
@@ -55,6 +59,11 @@ describe('webhook delivery backlog and punctuality (e2e)', () => {
       return now.waiting >= 2 && now.oldest_due_seconds >= 0.5 ? now : undefined;
     });
     expect(behind.waiting).to.be.at.most(3);
+    // /readyz tells it too, to the admin token only, and stays ready: a backlog is no reason to leave the rotation.
+    const ready = await readyz(`Bearer ${ADMIN_TOKEN}`);
+    expect(ready.status).to.equal(200);
+    expect((ready.body as { webhooks: Backlog }).webhooks.waiting).to.be.within(1, 3);
+    expect((ready.body as { webhooks: Backlog }).webhooks.oldest_due_seconds).to.be.greaterThan(0);
     const metrics = await gauges();
     expect(metrics).to.match(/^webhook_deliveries_waiting [1-3]$/m);
     expect(Number(/^webhook_deliveries_late_seconds (\S+)$/m.exec(metrics)?.[1])).to.be.greaterThan(0.4);
@@ -79,10 +88,15 @@ describe('webhook delivery backlog and punctuality (e2e)', () => {
     expect((await backlog()).waiting).to.equal(0);
   });
 
-  it('is for the admin token only', async () => {
+  it('is for the admin token only: /readyz answers anyone else the bare status', async () => {
     test = await startTestService();
     const ws = await test.createWorkspace();
     expect((await ws.api('GET', '/admin/v1/webhooks/backlog')).status).to.equal(401);
+    for (const authorization of [undefined, `Bearer ${ws.apiKey}`, `Bearer ${ADMIN_TOKEN}x`, ADMIN_TOKEN]) {
+      const ready = await readyz(authorization);
+      expect(ready, String(authorization)).to.deep.equal({ status: 200, body: { status: 'ready' } });
+    }
+    expect(await readyz(`bearer ${ADMIN_TOKEN}`)).to.deep.equal({ status: 200, body: { status: 'ready', webhooks: { waiting: 0, oldest_due_seconds: 0 } } });
   });
 
   /** The punctuality series, `name{labels}` → value. */

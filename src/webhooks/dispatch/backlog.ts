@@ -54,13 +54,19 @@ export const watchBacklog = (read: () => Promise<DeliveryBacklog>, clock: Micros
   return { stop: () => clearInterval(timer) };
 };
 
+/** The backlog as the admin route and /readyz answer it. */
+export const backlogBody = (backlog: DeliveryBacklog, now: number) => ({
+  waiting: backlog.waiting,
+  oldest_due_seconds: Math.round(lateSeconds(backlog, now) * 1000) / 1000,
+});
+
 /** GET /admin/v1/webhooks/backlog: `{waiting, oldest_due_seconds}` for the whole service; 503 while its delivery engine does not answer. */
 export const backlogRoutes = (source: EngineStatusSource, clock: MicrosClock): RouteModule => ({
   admin(router) {
     router.get('/webhooks/backlog', async (ctx) => {
       const backlog = (await source())?.backlog;
       if (backlog === undefined) throw unavailable('The webhook delivery engine does not answer: retry shortly');
-      ctx.body = { waiting: backlog.waiting, oldest_due_seconds: Math.round(lateSeconds(backlog, clock()) * 1000) / 1000 };
+      ctx.body = backlogBody(backlog, clock());
     });
   },
 });

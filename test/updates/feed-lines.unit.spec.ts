@@ -28,6 +28,12 @@ describe('feedLines (unit)', () => {
     expect(page.toString('utf8')).to.equal(records.map((r) => `${JSON.stringify(feedItem(r))}\n`).join(''));
   });
 
+  it('grows its buffer for data of more bytes than characters, as the last lines of a page reach its end', () => {
+    const records = Array.from({ length: 5 }, (_, i) => ({ ...record(String(i).repeat(32), 't-1', 1_763_765_235_000_001 + i), data: { ticket_id: 't-1', content: '中😀'.repeat(400 * (i + 1)) } }));
+    const page = feedLines()(records.map((r) => ({ id: r.id, type: r.type, workspaceId: r.workspaceId, data: JSON.stringify(r.data), offset: r.offset as number })));
+    expect(page.toString('utf8')).to.equal(records.map((r) => `${JSON.stringify(feedItem(r))}\n`).join(''));
+  });
+
   it('gives each line its own links, type and workspace when the next line shares some of them', () => {
     const base = record('e'.repeat(32), 'same', 1_763_765_235_000_001);
     const records: RecordedEvent[] = [

@@ -3,6 +3,13 @@
 // readAll throughput over what was appended, and the export of that log's public events (scripts/
 // export.ts) beside it: a read-all is the export's ceiling. `npm run bench -- log`, or
 // `tsx scripts/bench/log.ts [--long]`.
+//
+// Three ceilings, each raw inserts of the same rows: 1000-row transactions with consecutive appends
+// on consecutive streams (the issue's target), transactions the size of the appends' commits, and
+// the same size with each transaction's appends on the streams the writers' commits touch (one
+// append per writer, each on another of its streams). The last is the like-for-like one: a commit
+// costs a page written per index page its rows dirty, and consecutive streams share the pages of the
+// (stream, revision) index where the writers' streams, spread over the index, dirty one each.
 import { randomBytes } from 'node:crypto';
 import { createWriteStream, mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -79,7 +86,14 @@ const command = (workspaceId: string, ticketId: string, k: number): NewEvent[] =
   ];
 };
 
+/** CPU microseconds per event: steadier than wall time on a shared machine. */
+const cpuMicrosSince = (since: NodeJS.CpuUsage, events: number): number => {
+  const used = process.cpuUsage(since);
+  return (used.user + used.system) / events;
+};
+
 const appendPhase = async (file: string, writers: number, seconds: number) => {
+  const cpu = process.cpuUsage();
   const log = openSqliteLog({ file });
   const deadline = performance.now() + seconds * 1000;
   let appended = 0;
@@ -100,14 +114,27 @@ const appendPhase = async (file: string, writers: number, seconds: number) => {
   await Promise.all(Array.from({ length: writers }, (_, w) => writer(w)));
   const elapsed = (performance.now() - started) / 1000;
   const { transactions } = log.stats();
-  return { log, eventsPerS: appended / elapsed, callsPerS: calls / elapsed, appended, perCommit: appended / transactions };
+  return { log, eventsPerS: appended / elapsed, callsPerS: calls / elapsed, appended, perCommit: appended / transactions, cpuMicros: cpuMicrosSince(cpu, appended) };
+};
+
+/**
+ * Which stream the n-th append of a ceiling goes to: `sequential`, consecutive appends on
+ * consecutive streams; `writers`, as appendPhase's writers' commits have them (append n by writer
+ * n mod writers, on the next of its streams), with their workspaces.
+ */
+const streamOf = (order: 'sequential' | 'writers', n: number, writers: number): { ticketId: string; workspaceId: string } => {
+  if (order === 'sequential') return { ticketId: `t-${n % STREAMS}`, workspaceId: `ws-${n % WORKSPACES}` };
+  const w = n % writers;
+  const k = Math.floor(n / writers) % STREAMS_PER_WRITER;
+  return { ticketId: `t-${w}-${k}`, workspaceId: `ws-${(w * STREAMS_PER_WRITER + k) % WORKSPACES}` };
 };
 
 /**
  * The same rows straight into the same schema, `perTransaction` per transaction (1000: what the
- * engine can do here).
+ * engine can do here), the streams in `order`.
  */
-const ceilingPhase = (file: string, seconds: number, perTransaction = 1000): number => {
+const ceilingPhase = (file: string, seconds: number, perTransaction = 1000, order: 'sequential' | 'writers' = 'sequential') => {
+  const cpu = process.cpuUsage();
   const db = new Database(file);
   db.pragma('locking_mode = EXCLUSIVE');
   applyPragmas(db);
@@ -132,11 +159,11 @@ const ceilingPhase = (file: string, seconds: number, perTransaction = 1000): num
   for (let n = 0; performance.now() < deadline; ) {
     const rows: { stream: string; revision: number; event: NewEvent }[] = [];
     while (rows.length < perTransaction) {
-      const ticketId = `t-${n % STREAMS}`;
+      const { ticketId, workspaceId } = streamOf(order, n, WRITER_COUNTS.at(-1) as number);
       const stream = `ticket-${ticketId}`;
       const k = calls.get(stream) ?? 0;
       calls.set(stream, k + 1);
-      for (const event of command(`ws-${n % WORKSPACES}`, ticketId, k)) {
+      for (const event of command(workspaceId, ticketId, k)) {
         const revision = revisions.get(stream) ?? 0;
         revisions.set(stream, revision + 1);
         rows.push({ stream, revision, event });
@@ -148,49 +175,75 @@ const ceilingPhase = (file: string, seconds: number, perTransaction = 1000): num
   }
   const eventsPerS = inserted / ((performance.now() - started) / 1000);
   db.close();
-  return eventsPerS;
+  return { eventsPerS, cpuMicros: cpuMicrosSince(cpu, inserted) };
 };
 
-/** Wall-clock and CPU rates of a read: CPU seconds are steadier than wall time on a shared machine. */
-interface ReadRate {
-  readonly perS: number;
-  readonly perCpuS: number;
+/**
+ * Passes of a read over the whole log, added up: how many passes, the events they returned, and the
+ * wall and CPU seconds they took.
+ */
+interface Tally {
+  passes: number;
+  events: number;
+  wallS: number;
+  cpuS: number;
 }
 
-const timed = async (seconds: number, pass: () => Promise<number>): Promise<ReadRate> => {
-  const deadline = performance.now() + seconds * 1000;
+const tally = (): Tally => ({ passes: 0, events: 0, wallS: 0, cpuS: 0 });
+
+/** Runs whole passes for about `seconds`, adding them to `into`. */
+const timed = async (into: Tally, seconds: number, pass: () => Promise<number>): Promise<void> => {
   const started = performance.now();
   const cpu = process.cpuUsage();
-  let count = 0;
-  do count += await pass();
-  while (performance.now() < deadline);
+  do {
+    into.events += await pass();
+    into.passes += 1;
+  } while (performance.now() - started < seconds * 1000);
   const used = process.cpuUsage(cpu);
-  return { perS: count / ((performance.now() - started) / 1000), perCpuS: count / ((used.user + used.system) / 1e6) };
+  into.wallS += (performance.now() - started) / 1000;
+  into.cpuS += (used.user + used.system) / 1e6;
 };
 
-const readPhase = async (log: ReturnType<typeof openSqliteLog>, seconds: number): Promise<ReadRate> => {
-  const head = await log.headPosition();
-  return timed(seconds, async () => {
-    let read = 0;
-    for (let after = 0; after < head; ) {
-      const page = await log.readAll({ after, limit: 1000 });
-      read += page.length;
-      after = page.at(-1)?.position ?? head;
-    }
-    return read;
-  });
+/** Every event of the log (internal ones too), a page of 1000 records at a time. */
+const readPass = (log: ReturnType<typeof openSqliteLog>, head: number) => async (): Promise<number> => {
+  let read = 0;
+  for (let after = 0; after < head; ) {
+    const page = await log.readAll({ after, limit: 1000 });
+    read += page.length;
+    after = page.at(-1)?.position ?? head;
+  }
+  return read;
 };
 
 /** The whole log's public events as NDJSON to /dev/null, as `scripts/export.ts --out /dev/null` writes them. */
-const exportPhase = (log: ReturnType<typeof openSqliteLog>, seconds: number): Promise<ReadRate> =>
-  timed(seconds, async () => {
-    const devNull = createWriteStream('/dev/null');
-    const exported = await writeNdjson(logPages(log, { from: 0, to: Number.MAX_SAFE_INTEGER }), devNull);
-    await new Promise((resolve) => devNull.end(resolve));
-    return exported;
-  });
+const exportPass = (log: ReturnType<typeof openSqliteLog>) => async (): Promise<number> => {
+  const devNull = createWriteStream('/dev/null');
+  const exported = await writeNdjson(logPages(log, { from: 0, to: Number.MAX_SAFE_INTEGER }), devNull);
+  await new Promise((resolve) => devNull.end(resolve));
+  return exported;
+};
+
+/**
+ * readAll and export of one log, in alternating rounds after a pass of each to warm up: a wall-clock
+ * ratio of two phases run one after the other measured the machine's load as much as the code (the
+ * other processes of a shared machine took the CPU from one phase and not the other), and the first
+ * pass of each ran before the JIT had compiled it.
+ */
+const readPhases = async (log: ReturnType<typeof openSqliteLog>, seconds: number, rounds: number) => {
+  const head = await log.headPosition();
+  const [read, exported] = [readPass(log, head), exportPass(log)];
+  await read();
+  await exported();
+  const totals = { read: tally(), exported: tally() };
+  for (let r = 0; r < rounds; r += 1) {
+    await timed(totals.read, seconds / rounds, read);
+    await timed(totals.exported, seconds / rounds, exported);
+  }
+  return totals;
+};
 
 const round = (n: number): number => Math.round(n);
+const ratio = (n: number): number => Number(n.toFixed(2));
 
 export async function run(opts: { long: boolean }): Promise<Record<string, number | string>> {
   const dir = mkdtempSync(join(tmpdir(), 'bench-log-'));
@@ -204,40 +257,64 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
       last = await appendPhase(join(dir, `log-${writers}.db`), writers, 10 * scale);
       console.log(
         `  appends   ${round(last.eventsPerS).toLocaleString('en')} events/s in ${round(last.callsPerS).toLocaleString('en')} appends/s ` +
-          `from ${writers} writers (${last.appended.toLocaleString('en')} events, ${last.perCommit.toFixed(1)} events per commit)`,
+          `from ${writers} writers (${last.appended.toLocaleString('en')} events, ${last.perCommit.toFixed(1)} events per commit, ${last.cpuMicros.toFixed(1)} CPU µs per event)`,
       );
       figures[`events_per_s_${writers}_writers`] = round(last.eventsPerS);
     }
     const appends = last as Awaited<ReturnType<typeof appendPhase>>;
+    const writers = WRITER_COUNTS.at(-1) as number;
+    const against = (what: string, ceiling: { eventsPerS: number; cpuMicros: number }): number => {
+      console.log(
+        `  ${what}: ${round(ceiling.eventsPerS).toLocaleString('en')} events/s, ${ceiling.cpuMicros.toFixed(1)} CPU µs per event; ` +
+          `appends ${(appends.eventsPerS / ceiling.eventsPerS).toFixed(2)} of it (${(ceiling.cpuMicros / appends.cpuMicros).toFixed(2)} per CPU second)`,
+      );
+      return appends.eventsPerS / ceiling.eventsPerS;
+    };
     const ceiling = ceilingPhase(join(dir, 'ceiling.db'), 8 * scale);
-    console.log(`  ceiling   ${round(ceiling).toLocaleString('en')} events/s (raw better-sqlite3, 1000-row transactions, same rows, schema and pragmas)`);
-    console.log(`  ratio     ${(appends.eventsPerS / ceiling).toFixed(2)} of the ceiling (${WRITER_COUNTS.at(-1)} writers)`);
+    const ceilingRatio = against('ceiling (raw better-sqlite3, 1000-row transactions, consecutive streams, same rows, schema and pragmas)', ceiling);
     // Each commit costs an fsync however many rows it carries, and the writers' appends fill commits
-    // of only so many rows: the raw inserts at that size tell that cost from the log's own.
+    // of only so many rows (one append per writer): the raw inserts at that size tell that cost from the log's own.
     const perCommit = Math.round(appends.perCommit);
     const sameSize = ceilingPhase(join(dir, 'ceiling-same-size.db'), 8 * scale, perCommit);
-    console.log(`  same size ${round(sameSize).toLocaleString('en')} events/s (raw, ${perCommit}-row transactions): appends ${(appends.eventsPerS / sameSize).toFixed(2)} of it`);
-    const read = await readPhase(appends.log, 6 * scale);
-    const rate = (r: ReadRate): string => `${round(r.perS).toLocaleString('en')} events/s, ${round(r.perCpuS).toLocaleString('en')} per CPU second`;
-    console.log(`  readAll   ${rate(read)} (pages of 1000)`);
-    const exported = await exportPhase(appends.log, 6 * scale);
-    console.log(`  export    ${rate(exported)} (public events as NDJSON)`);
-    console.log(`  ratio     ${(exported.perS / read.perS).toFixed(2)} of readAll (${(exported.perCpuS / read.perCpuS).toFixed(2)} per CPU second)`);
+    const sameSizeRatio = against(`same size (raw, ${perCommit}-row transactions, consecutive streams)`, sameSize);
+    const writersOrder = ceilingPhase(join(dir, 'ceiling-writers-order.db'), 8 * scale, perCommit, 'writers');
+    const writersOrderRatio = against(`same size, writers' streams (raw, ${perCommit}-row transactions, one append on each of ${writers} writers' streams)`, writersOrder);
+    const { read, exported } = await readPhases(appends.log, 12 * scale, 3);
+    const perS = (t: Tally): number => t.events / t.wallS;
+    const perCpuS = (t: Tally): number => t.events / t.cpuS;
+    const rate = (t: Tally): string => `${round(perS(t)).toLocaleString('en')} events/s, ${round(perCpuS(t)).toLocaleString('en')} per CPU second`;
+    // The export writes the public events only; a pass covers the whole log as a readAll pass does.
+    const logEvents = read.events / read.passes;
+    const coveredPerS = (exported.passes * logEvents) / exported.wallS;
+    const coveredPerCpuS = (exported.passes * logEvents) / exported.cpuS;
+    console.log(`  readAll   ${rate(read)}: every event of the log, internal ones too (${round(logEvents).toLocaleString('en')}), pages of 1000; ${read.passes} passes in 3 rounds`);
+    console.log(`  export    ${rate(exported)}: public events only (${round(exported.events / exported.passes).toLocaleString('en')} of the log's), as NDJSON; ${exported.passes} passes, alternating with readAll's`);
+    console.log(`  ratio     ${(perS(exported) / perS(read)).toFixed(2)} of readAll in events each counts (${(perCpuS(exported) / perCpuS(read)).toFixed(2)} per CPU second)`);
+    console.log(
+      `  coverage  the export covers the log at ${round(coveredPerS).toLocaleString('en')} log events/s: ${(coveredPerS / perS(read)).toFixed(2)} of readAll's rate over the same log ` +
+        `(${(coveredPerCpuS / perCpuS(read)).toFixed(2)} per CPU second)`,
+    );
     await appends.log.close();
     return {
       ...figures,
       // The headline figure: the most concurrent run, the one compared with the ceiling.
       events_per_s: round(appends.eventsPerS),
-      ceiling_events_per_s: round(ceiling),
-      same_size_ceiling_events_per_s: round(sameSize),
-      read_events_per_s: round(read.perS),
-      read_events_per_cpu_s: round(read.perCpuS),
-      export_events_per_s: round(exported.perS),
-      export_events_per_cpu_s: round(exported.perCpuS),
-      append_ratio: Number((appends.eventsPerS / ceiling).toFixed(2)),
-      append_same_size_ratio: Number((appends.eventsPerS / sameSize).toFixed(2)),
-      export_ratio: Number((exported.perS / read.perS).toFixed(2)),
-      export_cpu_ratio: Number((exported.perCpuS / read.perCpuS).toFixed(2)),
+      append_cpu_us_per_event: ratio(appends.cpuMicros),
+      ceiling_events_per_s: round(ceiling.eventsPerS),
+      same_size_ceiling_events_per_s: round(sameSize.eventsPerS),
+      writers_order_ceiling_events_per_s: round(writersOrder.eventsPerS),
+      append_ratio: ratio(ceilingRatio),
+      append_same_size_ratio: ratio(sameSizeRatio),
+      append_writers_order_ratio: ratio(writersOrderRatio),
+      append_writers_order_cpu_ratio: ratio(writersOrder.cpuMicros / appends.cpuMicros),
+      read_events_per_s: round(perS(read)),
+      read_events_per_cpu_s: round(perCpuS(read)),
+      export_events_per_s: round(perS(exported)),
+      export_events_per_cpu_s: round(perCpuS(exported)),
+      export_ratio: ratio(perS(exported) / perS(read)),
+      export_cpu_ratio: ratio(perCpuS(exported) / perCpuS(read)),
+      export_coverage_ratio: ratio(coveredPerS / perS(read)),
+      export_coverage_cpu_ratio: ratio(coveredPerCpuS / perCpuS(read)),
       load_average_1m: Number(loadavg()[0]?.toFixed(2)),
     };
   } finally {

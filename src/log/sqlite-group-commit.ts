@@ -9,8 +9,6 @@
 import type Database from 'better-sqlite3';
 
 export interface GroupCommitHooks {
-  /** Inside the transaction, under the write lock, before the batch's first write. */
-  afterBegin(): void;
   /** Inside the transaction, after the last write of the batch (to persist what the batch staged). */
   beforeCommit(): void;
   /** After the batch is durable. */
@@ -72,7 +70,6 @@ export const groupCommit = (db: Database.Database, hooks: GroupCommitHooks, opti
 
   const inTransaction = (batch: readonly Pending[]): readonly Outcome[] =>
     db.transaction(() => {
-      hooks.afterBegin();
       const outcomes = batch.map((pending): Outcome => {
         try {
           return { ok: true, value: pending.write() };

@@ -1,9 +1,8 @@
 // The SQLite EventLog: one file (WAL, synchronous=FULL unless relaxed), written by this process alone (embedded
 // mode, the default) or by several processes of one host (shared mode). Appends are group-committed
 // per process in BEGIN IMMEDIATE transactions; stream revisions, positions and each workspace's last
-// offset are those under the write lock, so offsets strictly increase per workspace in commit order
-// whichever process commits. Revisions and offsets this connection committed are kept in memory
-// and read from the file again only after another connection committed (sqlite-heads.ts).
+// offset are read inside the write transaction, so offsets strictly increase per workspace in commit
+// order whichever process commits.
 import { PUBLIC_EVENT_TYPES, isPublicEventType } from '../domain/event-types.js';
 import { systemMicros, type MicrosClock } from './clock.js';
 import {
@@ -19,7 +18,6 @@ import {
 } from './event-log.js';
 import { exportReader, type ExportQuery, type ExportRow } from './sqlite-export.js';
 import { groupCommit } from './sqlite-group-commit.js';
-import { knownHeads } from './sqlite-heads.js';
 import { rowInserter, type InsertRow } from './sqlite-insert.js';
 import { openLogDatabase } from './sqlite-open.js';
 import { COLUMNS, filteredReads, metadataText, toRecord, type Row } from './sqlite-rows.js';
@@ -56,11 +54,6 @@ export interface SqliteEventLog extends EventLog {
   exportPages(query: ExportQuery): Iterable<ExportRow[]>;
 }
 
-/** Stream heads kept in memory (about 10 MB at most). */
-const STREAM_HEADS = 65_536;
-/** Workspaces whose last offset is kept in memory. */
-const WORKSPACE_OFFSETS = 65_536;
-
 const holds = (expected: ExpectedRevision, actual: number | null): boolean =>
   expected === 'any' || (expected === 'no_stream' ? actual === null : actual === expected);
 
@@ -94,10 +87,10 @@ export const openSqliteLog = (options: SqliteLogOptions): SqliteEventLog => {
   const reads = filteredReads(db);
   const exportPages = exportReader(db);
 
-  // Stream heads of the streams written lately, and every workspace's last offset (there are few).
-  const revisions = knownHeads((stream) => (statements.lastRevision.get(stream) as number | null) ?? null, STREAM_HEADS);
-  const offsets = knownHeads((ws) => (statements.lastOffset.get(ws) as number | undefined) ?? 0, WORKSPACE_OFFSETS);
-  const heads = [revisions, offsets];
+  // The sequencer's memory lives one batch: the last offsets the open transaction has staged. Read
+  // from the table under the write lock, a shared file's offsets reflect every process's commits.
+  let stagedOffsets = new Map<string, number>();
+  const lastOffset = (ws: string): number => stagedOffsets.get(ws) ?? (statements.lastOffset.get(ws) as number | undefined) ?? 0;
   const headNow = (): number => (statements.head.get() as number | null) ?? 0;
 
   const commits = commitSignal();
@@ -113,17 +106,15 @@ export const openSqliteLog = (options: SqliteLogOptions): SqliteEventLog => {
   let closed = false;
 
   const writer = groupCommit(db, {
-    afterBegin: () => {
-      const version = statements.dataVersion.get() as number;
-      heads.forEach((known) => known.check(version));
-    },
-    beforeCommit: () => offsets.staged.forEach((offset, ws) => statements.saveOffset.run(ws, offset)),
+    beforeCommit: () => stagedOffsets.forEach((offset, ws) => statements.saveOffset.run(ws, offset)),
     afterCommit: () => {
-      heads.forEach((known) => known.commit());
+      stagedOffsets = new Map();
       commits.notify();
       announce?.postMessage(null);
     },
-    afterRollback: () => heads.forEach((known) => known.rollback()),
+    afterRollback: () => {
+      stagedOffsets = new Map();
+    },
   }, { lockWaitMs: shared ? busyTimeoutMs : 0 });
 
   const ensureOpen = (): void => {
@@ -167,14 +158,14 @@ export const openSqliteLog = (options: SqliteLogOptions): SqliteEventLog => {
     const callRevisions = new Map<string, number | null>();
     const outcomes = parts.map((part): Planned | AppendResult => {
       const { stream, events, expected } = part;
-      const last = callRevisions.has(stream) ? (callRevisions.get(stream) as number | null) : revisions.get(stream);
+      const last = callRevisions.has(stream) ? (callRevisions.get(stream) as number | null) : (statements.lastRevision.get(stream) as number | null);
       if (!holds(expected, last)) return storedOr(stream, events, last, new WrongExpectedRevision(stream, expected, last ?? 'no_stream'));
       const first = (last ?? -1) + 1;
       if (events.length > 0) callRevisions.set(stream, first + events.length - 1);
       const rows = events.map((event, i): InsertRow => {
         let offset: number | null = null;
         if (isPublicEventType(event.type)) {
-          offset = Math.max(now, (callOffsets.get(event.workspaceId) ?? offsets.get(event.workspaceId)) + 1);
+          offset = Math.max(now, (callOffsets.get(event.workspaceId) ?? lastOffset(event.workspaceId)) + 1);
           callOffsets.set(event.workspaceId, offset);
         }
         return [event.id, stream, first + i, event.workspaceId, event.type, JSON.stringify(event.data), metadataText(event.metadata), offset];
@@ -197,8 +188,7 @@ export const openSqliteLog = (options: SqliteLogOptions): SqliteEventLog => {
         });
       }
     }
-    callOffsets.forEach((offset, ws) => offsets.stage(ws, offset));
-    callRevisions.forEach((revision, stream) => revisions.stage(stream, revision));
+    callOffsets.forEach((offset, ws) => stagedOffsets.set(ws, offset));
     // AUTOINCREMENT gives the rows of one transaction consecutive positions, in the order inserted.
     let position = lastPosition - rows.length;
     return outcomes.map((outcome) => {
@@ -275,10 +265,7 @@ export const openSqliteLog = (options: SqliteLogOptions): SqliteEventLog => {
     // Through the writer, so it lands in call order relative to appends already submitted.
     deleteStream: async (stream) => {
       ensureOpen();
-      await writer.submit(() => {
-        statements.deleteStream.run(stream);
-        revisions.stage(stream, null);
-      });
+      await writer.submit(() => statements.deleteStream.run(stream));
     },
     headPosition: async () => {
       ensureOpen();

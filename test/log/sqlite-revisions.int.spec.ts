@@ -1,5 +1,6 @@
-// The stream heads and offsets a log connection keeps in memory (src/log/sqlite-heads.ts) against
-// real files: another connection's commits, a batch rolled back as a whole, and deleted streams.
+// Stream revisions and workspace offsets as an append finds them: after another connection's commits,
+// after a batch rolled back as a whole, and after a stream was deleted. Any memory of them a
+// connection might keep to spare the reads under the write lock must pass these.
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -9,14 +10,14 @@ import { expect } from 'chai';
 import { WrongExpectedRevision, type NewEvent } from '../../src/log/event-log.js';
 import { openSqliteLog } from '../../src/log/sqlite.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'sqlite-heads-'));
+const dir = mkdtempSync(join(tmpdir(), 'sqlite-revisions-'));
 const freshFile = (): string => join(dir, `${randomBytes(6).toString('hex')}.db`);
 after(() => rmSync(dir, { recursive: true, force: true }));
 
 const newEvent = (workspaceId = 'ws'): NewEvent => ({ id: randomBytes(16).toString('hex'), type: 'message.created', workspaceId, data: {} });
 const rejection = (promise: Promise<unknown>): Promise<unknown> => promise.then(() => null, (error: unknown) => error);
 
-describe('SQLite log: heads kept in memory (integration)', () => {
+describe('SQLite log: revisions and offsets across connections, rollbacks and deletes (integration)', () => {
   it("two connections on one shared file each append on the other's revisions and offsets", async () => {
     const file = freshFile();
     const [a, b] = [openSqliteLog({ file, shared: true, clock: () => 100 }), openSqliteLog({ file, shared: true, clock: () => 100 })];
@@ -48,7 +49,7 @@ describe('SQLite log: heads kept in memory (integration)', () => {
     }
   });
 
-  it('forgets the revisions and offsets of a batch that rolled back as a whole', async () => {
+  it('gives again the revisions and offsets of a batch that rolled back as a whole', async () => {
     const file = freshFile();
     const log = openSqliteLog({ file, shared: true, clock: () => 100 });
     // Another connection makes any commit that records an offset for workspace "poison" fail as a

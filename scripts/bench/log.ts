@@ -5,7 +5,7 @@
 // `tsx scripts/bench/log.ts [--long]`.
 //
 // Three ceilings, each raw inserts of the same rows: 1000-row transactions with consecutive appends
-// on consecutive streams (the issue's target), transactions the size of the appends' commits, and
+// on consecutive streams (the figure tracked since the first), transactions the size of the appends' commits, and
 // the same size with each transaction's appends on the streams the writers' commits touch (one
 // append per writer, each on another of its streams). The last is the like-for-like one: a commit
 // costs a page written per index page its rows dirty, and consecutive streams share the pages of the

@@ -105,7 +105,7 @@ describe('OpenAPI document (e2e)', () => {
       expect(check.deliveryProblems({ ...request, headers: unsigned })).to.match(/x-webhook-signature missing/);
       expect(check.deliveryProblems({ ...request, headers: { ...request.headers, 'x-webhook-trace': '1' } })).to.match(/x-webhook-trace not documented/);
     }
-    conforms('get', '/webhooks/{webhookId}/deliveries', await ws.api('GET', `/api/v1/webhooks/${id}/deliveries`));
+    conforms('get', '/webhooks/{webhook_id}/deliveries', await ws.api('GET', `/api/v1/webhooks/${id}/deliveries`));
     expect(conforms('delete', '/webhooks/{webhook_id}', await ws.api('DELETE', `/api/v1/webhooks/${id}`)).status).to.equal(204);
   });
 

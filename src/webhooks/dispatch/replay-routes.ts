@@ -47,7 +47,7 @@ const replayNotFound = refusal(404, 'short', 'Webhook or replay not found');
 const operations: readonly Operation[] = [
   {
     method: 'post',
-    path: '/webhooks/:webhookId/replay',
+    path: '/webhooks/:webhook_id/replay',
     summary:
       "Send the workspace's events again to this webhook: those with offset from `since` to `until` (offsets in µs or ISO 8601 instants; without `until`, up to now), " +
       'of `types` (default: the webhook\'s own), or with only_failed those whose delivery ended failed. Each gets a delivery id of its own, the same body and the normal headers and retries.',
@@ -61,7 +61,7 @@ const operations: readonly Operation[] = [
   },
   {
     method: 'get',
-    path: '/webhooks/:webhookId/replays/:replayId',
+    path: '/webhooks/:webhook_id/replays/:replay_id',
     summary: "A replay's progress: events matched, deliveries sent, delivered and failed",
     answers: [answer(200, 'The replay', ReplayView), replayNotFound],
   },
@@ -93,7 +93,7 @@ export const replayRoutes = (core: Core, deps: { history: DeliveryHistoryReader;
   return {
     operations,
     api(router) {
-      router.post('/webhooks/:webhookId/replay', async (ctx) => {
+      router.post('/webhooks/:webhook_id/replay', async (ctx) => {
         const body = decode(ReplayRequest, ctx.request.body, 'body');
         const subscription = subscriptionOf(ctx);
         if (body.until !== undefined && body.until < body.since) throw invalid([{ type: 'value_error', loc: ['body', 'until'], msg: 'until should not be before since' }]);
@@ -118,9 +118,9 @@ export const replayRoutes = (core: Core, deps: { history: DeliveryHistoryReader;
         ctx.body = await viewOf(replay, deps.history);
       });
 
-      router.get('/webhooks/:webhookId/replays/:replayId', async (ctx) => {
+      router.get('/webhooks/:webhook_id/replays/:replay_id', async (ctx) => {
         const subscription = subscriptionOf(ctx);
-        const replay = foldReplays(await core.log.readStream(replayStream(subscription.id))).get(String(ctx.params['replayId']));
+        const replay = foldReplays(await core.log.readStream(replayStream(subscription.id))).get(String(ctx.params['replay_id']));
         if (replay === undefined) throw notFound('Replay');
         ctx.body = await viewOf(replay, deps.history);
       });

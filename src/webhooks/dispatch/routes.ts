@@ -89,14 +89,14 @@ const DeliveryPage = t.type({ items: t.array(DeliveryView), page_size: t.number,
 const operations: readonly Operation[] = [
   {
     method: 'get',
-    path: '/webhooks/:webhookId/deliveries',
+    path: '/webhooks/:webhook_id/deliveries',
     summary: "A subscription's deliveries, newest first, with every attempt",
     query: DeliveryQuery,
     answers: [answer(200, 'A page of deliveries; pass next_cursor back as cursor for the next', DeliveryPage), webhookNotFound],
   },
   {
     method: 'post',
-    path: '/webhooks/:webhookId/deliveries/:deliveryId/retry',
+    path: '/webhooks/:webhook_id/deliveries/:delivery_id/retry',
     summary: 'A new round of attempts for a failed or cancelled delivery, with the same delivery id',
     answers: [answer(202, 'The delivery, waiting', DeliveryView), refusal(404, 'short', 'Webhook or delivery not found (or past the history retention)'), refusal(409, 'business', 'CONFLICT: the delivery is waiting or delivered, or the subscription is inactive')],
   },
@@ -127,9 +127,9 @@ export const deliveryView = (d: Delivery): t.TypeOf<typeof DeliveryView> => ({
 export type RetryDelivery = (subscription: SubscriptionRow, deliveryId: string) => Promise<Either<DomainError, Delivery> | null>;
 
 /** `retry`: a request recorded in the log for the dispatchers (history.ts). */
-/** The subscription of the path's :webhookId in the caller's workspace; 404 for any other. */
+/** The subscription of the path's :webhook_id in the caller's workspace; 404 for any other. */
 export const webhookOfPath = (subscriptions: SubscriptionDirectory, ctx: ApiContext): SubscriptionRow => {
-  const row = subscriptions.get(ctx.state.workspace.id, String(ctx.params['webhookId']));
+  const row = subscriptions.get(ctx.state.workspace.id, String(ctx.params['webhook_id']));
   if (row === undefined) throw notFound('Webhook');
   return row;
 };
@@ -140,7 +140,7 @@ export const deliveryRoutes = (deps: { history: DeliveryHistoryReader; subscript
   return {
     operations,
     api(router: ApiRouter) {
-      router.get('/webhooks/:webhookId/deliveries', async (ctx) => {
+      router.get('/webhooks/:webhook_id/deliveries', async (ctx) => {
         const query = decode(DeliveryQuery, ctx.query, 'query');
         const subscription = subscriptionOf(ctx);
         const pageSize = query.page_size ?? 20;
@@ -156,9 +156,9 @@ export const deliveryRoutes = (deps: { history: DeliveryHistoryReader; subscript
         ctx.body = { items: page.items.map(deliveryView), page_size: pageSize, next_cursor: page.next === null ? null : cursorOf(subscription.id, page.next) };
       });
 
-      router.post('/webhooks/:webhookId/deliveries/:deliveryId/retry', async (ctx) => {
+      router.post('/webhooks/:webhook_id/deliveries/:delivery_id/retry', async (ctx) => {
         const subscription = subscriptionOf(ctx);
-        const result = await deps.retry(subscription, String(ctx.params['deliveryId']));
+        const result = await deps.retry(subscription, String(ctx.params['delivery_id']));
         if (result === null) throw notFound('Delivery');
         if (result._tag === 'Left') throw business(result.left);
         ctx.status = 202;

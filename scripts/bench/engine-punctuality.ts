@@ -29,6 +29,8 @@ export interface Punctual {
   readonly count: number;
   /** Share started within `withinS` of due (fanned out, for the fan-out histogram). */
   readonly within: number;
+  /** The smallest bucket bound (ms) at or under which half fall: an upper bound of the median. */
+  readonly p50AtMostMs: number;
   /** The smallest bucket bound (ms) at or under which 99% fall: an upper bound of the p99. */
   readonly p99AtMostMs: number;
 }
@@ -43,6 +45,6 @@ export const punctual = (tally: Tally, name: string, label: string | null, withi
     .sort((a, b) => a.le - b.le);
   const count = tally.get(`${name}_count${label === null ? '' : `{${label}}`}`) ?? 0;
   const at = (le: number) => buckets.find((b) => b.le === le)?.value ?? 0;
-  const p99 = buckets.find((b) => b.value >= 0.99 * count)?.le ?? Infinity;
-  return { count, within: count === 0 ? NaN : at(withinS) / count, p99AtMostMs: p99 * 1000 };
+  const bound = (q: number) => (buckets.find((b) => b.value >= q * count)?.le ?? Infinity) * 1000;
+  return { count, within: count === 0 ? NaN : at(withinS) / count, p50AtMostMs: bound(0.5), p99AtMostMs: bound(0.99) };
 };

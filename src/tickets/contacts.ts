@@ -1,13 +1,17 @@
 // Contact commands: upsert by telegram_id/email (race-free through the identity streams of
 // domain/contact/identity.ts), block/unblock and the throttled visitor.reply_waiting.
+// A new person (none of the identifiers claimed yet) is registered with the claims of all its
+// identifiers in one commit where the log can append several streams at once: one durable round
+// instead of one per identifier plus one for the contact. An identifier claimed meanwhile (another
+// API server) fails that commit whole, and the upsert goes the step-by-step way below.
 import type { Either } from 'fp-ts/lib/Either.js';
-import type { CommandResult } from '../app/command-handler.js';
+import type { Appender, CommandResult } from '../app/command-handler.js';
 import type { Core } from '../app/core.js';
 import { createFifoCache } from '../app/fifo-cache.js';
 import { contactAggregate, contactStream, type ContactCommand, type ContactFields, type ContactState } from '../domain/contact/contact.js';
 import { CONTACT_IDENTITY_CLAIMED, identityKeys, identityStream, normalizeEmail, type IdentityKey } from '../domain/contact/identity.js';
 import type { DomainError } from '../domain/errors.js';
-import { WrongExpectedRevision } from '../log/event-log.js';
+import { WrongExpectedRevision, type StreamAppend } from '../log/event-log.js';
 import { createKeyedLock, lockAll } from '../shared/keyed-lock.js';
 
 export type ContactResult = Either<DomainError, CommandResult<ContactState> & { readonly contactId: string }>;
@@ -17,6 +21,15 @@ type Variant<C> = C extends unknown ? Omit<C, 'contactId' | 'workspaceId' | 'now
 /** Identity streams whose final owner this process keeps (an identifier and a contact id each). */
 const CACHED_IDENTITIES = 10_000;
 
+/** An identifier and its stream (named by a hash: computed once per upsert). */
+interface Identity {
+  readonly key: IdentityKey;
+  readonly stream: string;
+}
+
+/** One of the identifiers a new contact was registered with was claimed meanwhile: nothing was written. */
+class IdentityTaken extends Error {}
+
 export const createContactCommands = (core: Core) => {
   const identityLock = createKeyedLock();
   // Final owners only: a claim is re-pointed at most once (revision 1), and only by the call that
@@ -24,8 +37,7 @@ export const createContactCommands = (core: Core) => {
   const finalOwners = createFifoCache<string>(CACHED_IDENTITIES);
 
   /** The identifier's contact: the last claim of its stream. */
-  const ownerOf = async (workspaceId: string, key: IdentityKey): Promise<string | null> => {
-    const stream = identityStream(workspaceId, key);
+  const ownerOf = async ({ stream }: Identity): Promise<string | null> => {
     const known = finalOwners.get(stream);
     if (known !== undefined) return known;
     const last = (await core.log.readStream(stream)).at(-1);
@@ -48,18 +60,18 @@ export const createContactCommands = (core: Core) => {
    */
   const claim = async (
     workspaceId: string,
-    key: IdentityKey,
+    identity: Identity,
     proposed: string,
     mine: Map<string, string>,
     expected: 'no_stream' | 0 = 'no_stream',
   ): Promise<string> => {
-    const stream = identityStream(workspaceId, key);
+    const { key, stream } = identity;
     try {
       await core.log.append(stream, [claimEvent(workspaceId, key, proposed)], expected);
       mine.set(stream, proposed);
       return proposed;
     } catch (error) {
-      const owner = error instanceof WrongExpectedRevision ? await ownerOf(workspaceId, key) : null;
+      const owner = error instanceof WrongExpectedRevision ? await ownerOf(identity) : null;
       if (owner === null) throw error;
       return owner;
     }
@@ -71,20 +83,19 @@ export const createContactCommands = (core: Core) => {
    * identifiers a contact, it adopts that contact and re-points the identifiers it had just claimed
    * (expected revision 0: only its own fresh claim is replaced), so both calls end on one contact.
    */
-  const contactIdOf = async (workspaceId: string, keys: readonly IdentityKey[]): Promise<string> => {
-    const owners = await Promise.all(keys.map((k) => ownerOf(workspaceId, k)));
+  const contactIdOf = async (workspaceId: string, identities: readonly Identity[], owners: readonly (string | null)[]): Promise<string> => {
     let contactId = owners.find((o) => o !== null) ?? null;
-    let fresh: IdentityKey[] = [];
+    let fresh: Identity[] = [];
     const mine = new Map<string, string>();
-    for (const [i, key] of keys.entries()) {
+    for (const [i, identity] of identities.entries()) {
       if (owners[i] !== null) continue;
       const proposed = contactId ?? core.resourceId('contact');
-      const owner = await claim(workspaceId, key, proposed, mine);
+      const owner = await claim(workspaceId, identity, proposed, mine);
       if (contactId === null) {
         contactId = owner;
-        if (owner === proposed) fresh.push(key);
+        if (owner === proposed) fresh.push(identity);
       } else if (owner === contactId) {
-        if (fresh.length > 0) fresh.push(key);
+        if (fresh.length > 0) fresh.push(identity);
       } else if (fresh.length > 0) {
         for (const repointed of fresh) await claim(workspaceId, repointed, owner, mine, 0);
         fresh = [];
@@ -97,10 +108,45 @@ export const createContactCommands = (core: Core) => {
     return contactId;
   };
 
-  const run = async (workspaceId: string, contactId: string, command: Variant<ContactCommand>): Promise<ContactResult> => {
+  const run = async (workspaceId: string, contactId: string, command: Variant<ContactCommand>, appender?: Appender): Promise<ContactResult> => {
     const full = { ...command, contactId, workspaceId, now: core.clock() } as ContactCommand;
-    const result = await core.handle(contactAggregate, contactStream(contactId), workspaceId, full);
+    const result = await core.handle(contactAggregate, contactStream(contactId), workspaceId, full, appender);
     return result._tag === 'Left' ? result : { _tag: 'Right', right: { ...result.right, contactId } };
+  };
+
+  /**
+   * Registers a new contact with the claims of all its identifiers, in one commit; null when the log
+   * cannot append several streams at once, or one of the identifiers was claimed meanwhile (nothing
+   * was written then).
+   */
+  const registerWithClaims = async (workspaceId: string, identities: readonly Identity[], command: Variant<ContactCommand>): Promise<ContactResult | null> => {
+    const appendAll = core.log.appendAll?.bind(core.log);
+    if (appendAll === undefined) return null;
+    const contactId = core.resourceId('contact');
+    const claims: StreamAppend[] = identities.map(({ key, stream }) => ({ stream, events: [claimEvent(workspaceId, key, contactId)], expected: 'no_stream' }));
+    let claimed = false;
+    const withClaims: Appender = async (stream, events, expected) => {
+      try {
+        const appended = await appendAll([...claims, { stream, events, expected }]);
+        claimed = true;
+        return appended.at(-1) as (typeof appended)[number];
+      } catch (error) {
+        // Not WrongExpectedRevision: the command handler would take it for a race on the contact's own stream.
+        if (error instanceof WrongExpectedRevision && claims.some((c) => c.stream === error.stream)) throw new IdentityTaken();
+        throw error;
+      }
+    };
+    try {
+      const saved = await run(workspaceId, contactId, command, withClaims);
+      // A new contact is always registered (an event), so its appender ran; checked all the same.
+      if (!claimed) throw new Error(`contact ${contactId}: registered without its identifiers`);
+      // This call is done: its claims will not be re-pointed.
+      claims.forEach((c) => finalOwners.set(c.stream, contactId));
+      return saved;
+    } catch (error) {
+      if (error instanceof IdentityTaken) return null;
+      throw error;
+    }
   };
 
   return {
@@ -111,13 +157,20 @@ export const createContactCommands = (core: Core) => {
         ...(typeof fields.email === 'string' ? { email: normalizeEmail(fields.email) } : {}),
         ...(typeof fields.telegram_id === 'string' ? { telegram_id: fields.telegram_id.trim() } : {}),
       };
-      const keys = identityKeys(normalized);
+      const identities = identityKeys(normalized).map((key) => ({ key, stream: identityStream(workspaceId, key) }));
+      const command = { kind: 'save', fields: normalized, via } as const;
       // Upserts sharing an identifier run one at a time in this process, so two identifiers claimed
       // by concurrent calls cannot split one person into two contacts; across API servers the
       // identity streams still agree on each identifier (and re-point a fresh claim, above).
-      return lockAll(identityLock, keys.map((k) => identityStream(workspaceId, k)), async () =>
-        run(workspaceId, await contactIdOf(workspaceId, keys), { kind: 'save', fields: normalized, via }),
-      );
+      return lockAll(identityLock, identities.map((i) => i.stream), async () => {
+        let owners = await Promise.all(identities.map(ownerOf));
+        if (owners.every((owner) => owner === null)) {
+          const registered = await registerWithClaims(workspaceId, identities, command);
+          if (registered !== null) return registered;
+          owners = await Promise.all(identities.map(ownerOf));
+        }
+        return run(workspaceId, await contactIdOf(workspaceId, identities, owners), command);
+      });
     },
     run,
   };

@@ -59,6 +59,23 @@ describe('tickets API (e2e)', () => {
       expect(counted).to.have.length(1);
     });
 
+    it('opens a ticket for a new contact in two commits: the contact with its identifiers, then the ticket with its count', async () => {
+      const log = test.service.core.log as SqliteEventLog;
+      const before = log.stats().transactions;
+      const reply = await openTicket(ws, { contact: { email: uniqueEmail(), telegram_id: `tg-${uniqueEmail()}` } });
+      expect(reply.status).to.equal(201);
+      expect(log.stats().transactions - before).to.equal(2);
+    });
+
+    it('many tickets opened at once for one new contact share one contact', async () => {
+      const email = uniqueEmail();
+      const replies = await Promise.all(Array.from({ length: 24 }, (_, i) => openTicket(ws, { contact: i % 2 === 0 ? { email } : { email, telegram_id: `tg-${email}` } })));
+      expect(replies.map((r) => r.status)).to.deep.equal(Array(24).fill(201));
+      expect(new Set(replies.map((r) => r.body.contact_id)).size).to.equal(1);
+      const registered = (await eventsOf(test, ws.workspaceId, ['contact.registered'])).filter((e) => e.data['email'] === email);
+      expect(registered.map((e) => e.data['contact_id'])).to.deep.equal([replies[0]?.body.contact_id]);
+    });
+
     it('400 short form without telegram_id and email', async () => {
       expectShortError(await ws.api('POST', '/api/v1/tickets', { contact: { full_name: 'Nobody' } }), 400);
       expectShortError(await ws.api('POST', '/api/v1/tickets', { contact: {} }), 400);

@@ -1,5 +1,7 @@
 // API benchmark: the real service on a temp folder, loaded by autocannon at 64 connections in a
-// worker thread: POST /api/v1/tickets, then GET /api/v1/tickets/{id}, first embedded (SQLite log,
+// worker thread: POST /api/v1/tickets, the same with an Idempotency-Key of its own per request (as
+// careful integrators send it: its claim and answer are commits too), then GET /api/v1/tickets/{id},
+// first embedded (SQLite log,
 // in-process everything), then as an API server of the distributed mode (ROLE=api: read models in a
 // Redis the bench starts), then a bare koa handler on the same machine as the ceiling.
 // `npm run bench -- api [--long]`: about 10 s per phase (30 s with --long). The machine's 1-minute
@@ -49,8 +51,14 @@ const ceiling = async (duration: number): Promise<Phase> => {
   }
 };
 
-/** POST then GET against one started service; the GET reads the first ticket. */
-const measure = async (label: string, env: Record<string, string>, duration: number): Promise<{ post: Phase; get: Phase }> => {
+interface Measured {
+  readonly post: Phase;
+  readonly postWithKey: Phase;
+  readonly get: Phase;
+}
+
+/** POST, POST with Idempotency-Key, then GET against one started service; the GET reads the first ticket. */
+const measure = async (label: string, env: Record<string, string>, duration: number): Promise<Measured> => {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'bench-api-'));
   const service = await startService(
     loadConfig({
@@ -76,8 +84,11 @@ const measure = async (label: string, env: Record<string, string>, duration: num
     const first = await post('/api/v1/tickets', apiKey, ticketBody);
     if (first.status !== 201) throw new Error(`ticket creation failed: ${first.status} ${JSON.stringify(first.body)}`);
     const headers = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' };
+    const posting = { url: `${service.url}/api/v1/tickets`, method: 'POST', body: JSON.stringify(ticketBody), duration } as const;
     return {
-      post: await load(`POST /api/v1/tickets${label}`, { url: `${service.url}/api/v1/tickets`, method: 'POST', headers, body: JSON.stringify(ticketBody), duration }),
+      post: await load(`POST /api/v1/tickets${label}`, { ...posting, headers }),
+      // autocannon puts a fresh id in place of [<id>] in each request.
+      postWithKey: await load(`POST /api/v1/tickets + key${label}`, { ...posting, headers: { ...headers, 'idempotency-key': 'bench-[<id>]' }, idReplacement: true }),
       get: await load(`GET /api/v1/tickets/{id}${label}`, { url: `${service.url}/api/v1/tickets/${first.body['id']}`, headers, duration }),
     };
   } finally {
@@ -93,7 +104,7 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
   const embedded = await measure('', {}, duration);
   // An API server of the distributed mode: read models in Redis (the log is SQLite in shared mode here).
   await engine('redis', 'start');
-  let distributed: { post: Phase; get: Phase };
+  let distributed: Measured;
   try {
     distributed = await measure(' (ROLE=api)', { ROLE: 'api', REDIS_URL: `redis://127.0.0.1:${REDIS_PORT}` }, duration);
   } finally {
@@ -102,20 +113,26 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
   const bare = await ceiling(duration);
   const loadAfter = loadavg()[0] ?? 0;
   console.log(`POST /api/v1/tickets: ${(embedded.post.rps / bare.rps).toFixed(2)} of bare koa (${(distributed.post.rps / bare.rps).toFixed(2)} as ROLE=api)`);
+  console.log(`POST /api/v1/tickets with Idempotency-Key: ${(embedded.postWithKey.rps / bare.rps).toFixed(2)} of bare koa (${(distributed.postWithKey.rps / bare.rps).toFixed(2)} as ROLE=api)`);
   console.log(`load average after: ${loadAfter.toFixed(2)}`);
   return {
     bench: 'api',
     post_rps: embedded.post.rps,
     post_p99_ms: embedded.post.p99,
+    post_with_key_rps: embedded.postWithKey.rps,
+    post_with_key_p99_ms: embedded.postWithKey.p99,
     get_rps: embedded.get.rps,
     get_p99_ms: embedded.get.p99,
     api_role_post_rps: distributed.post.rps,
     api_role_post_p99_ms: distributed.post.p99,
+    api_role_post_with_key_rps: distributed.postWithKey.rps,
+    api_role_post_with_key_p99_ms: distributed.postWithKey.p99,
     api_role_get_rps: distributed.get.rps,
     api_role_get_p99_ms: distributed.get.p99,
     ceiling_rps: bare.rps,
     post_ratio: Number((embedded.post.rps / bare.rps).toFixed(2)),
     api_role_post_ratio: Number((distributed.post.rps / bare.rps).toFixed(2)),
+    post_with_key_ratio: Number((embedded.postWithKey.rps / bare.rps).toFixed(2)),
     load_before: Number(loadBefore.toFixed(2)),
     load_after: Number(loadAfter.toFixed(2)),
   };

@@ -2,7 +2,6 @@
 // stores; a write route awaits `settled(position)` so the caller reads its own write. Where the
 // stores are out of reach (Redis down, in the distributed mode), reads and commands are refused with
 // 503 SERVICE_UNAVAILABLE before anything is written, rather than hang or half-succeed.
-import { setTimeout as sleep } from 'node:timers/promises';
 import { createProjectionRunner, type ProjectionRunner } from '../app/projection-runner.js';
 import type { Core } from '../app/core.js';
 import { unavailable } from '../http/api-error.js';
@@ -70,13 +69,29 @@ export const createTicketReadModels = (core: Core) => {
   const applied = async (position: number): Promise<void> => {
     await Promise.all(runners.map((r) => r.waitFor(position)));
   };
-  const settled = async (position: number): Promise<void> => {
-    const done = applied(position).then(() => true);
-    for (;;) {
-      if (await Promise.race([done, sleep(AVAILABILITY_CHECK_MS).then(() => false)])) return;
-      if (!available()) throw refused();
+  // The waits under way hear an outage from one check every AVAILABILITY_CHECK_MS while any is
+  // waiting, not from a timer each (one per write request).
+  const waiting = new Set<(error: unknown) => void>();
+  let outageCheck: NodeJS.Timeout | null = null;
+  const checkOutage = () => {
+    if (waiting.size === 0 && outageCheck !== null) {
+      clearInterval(outageCheck);
+      outageCheck = null;
+    } else if (!available()) {
+      const error = refused();
+      const refusedNow = [...waiting];
+      waiting.clear();
+      refusedNow.forEach((reject) => reject(error));
     }
   };
+  const settled = (position: number): Promise<void> =>
+    new Promise<void>((resolve, reject) => {
+      waiting.add(reject);
+      outageCheck ??= setInterval(checkOutage, AVAILABILITY_CHECK_MS);
+      applied(position)
+        .then(resolve, reject)
+        .finally(() => waiting.delete(reject));
+    });
   return {
     settled,
     /** Throws the 503 while the stores are out of reach: commands call it before they write. */

@@ -62,7 +62,8 @@ const jsonBody = (limit: number, multipart: ReadonlySet<string>, routed: (ctx: K
   if (!BODY_METHODS.includes(ctx.method) || multipart.has(ctx.path) || !routed(ctx)) return next();
   const chunked = ctx.get('Transfer-Encoding') !== '';
   if (!chunked && !(ctx.request.length > 0)) return next();
-  const isJson = typeof ctx.request.is(JSON_TYPES) === 'string';
+  // The usual header is matched as is; anything else goes through the full media-type parse.
+  const isJson = ctx.get('Content-Type') === 'application/json' || typeof ctx.request.is(JSON_TYPES) === 'string';
   // A declared body of another type is refused unread; a chunked one may turn out empty (Node's own
   // client sends an empty chunked body for a POST without one), which is no body at all.
   if (!isJson && !chunked) throw notJson();

@@ -21,7 +21,7 @@ type Variant<C> = C extends unknown ? Omit<C, 'contactId' | 'workspaceId' | 'now
 /** Identity streams whose final owner this process keeps (an identifier and a contact id each). */
 const CACHED_IDENTITIES = 10_000;
 
-/** An identifier and its stream (named by a hash: computed once per upsert). */
+/** An identifier and its stream (named by a hash). */
 interface Identity {
   readonly key: IdentityKey;
   readonly stream: string;
@@ -35,6 +35,14 @@ export const createContactCommands = (core: Core) => {
   // Final owners only: a claim is re-pointed at most once (revision 1), and only by the call that
   // made it (below), so an owner is final at revision 1, or once the call that claimed it is done.
   const finalOwners = createFifoCache<string>(CACHED_IDENTITIES);
+  // Stream names hash their identifier: kept for the identifiers seen last, as their owners are.
+  const streamNames = createFifoCache<string>(CACHED_IDENTITIES);
+  const streamOf = (workspaceId: string, key: IdentityKey): string => {
+    const cacheKey = `${workspaceId}\0${key.kind}\0${key.value}`;
+    let stream = streamNames.get(cacheKey);
+    if (stream === undefined) streamNames.set(cacheKey, (stream = identityStream(workspaceId, key)));
+    return stream;
+  };
 
   /** The identifier's contact: the last claim of its stream. */
   const ownerOf = async ({ stream }: Identity): Promise<string | null> => {
@@ -157,7 +165,7 @@ export const createContactCommands = (core: Core) => {
         ...(typeof fields.email === 'string' ? { email: normalizeEmail(fields.email) } : {}),
         ...(typeof fields.telegram_id === 'string' ? { telegram_id: fields.telegram_id.trim() } : {}),
       };
-      const identities = identityKeys(normalized).map((key) => ({ key, stream: identityStream(workspaceId, key) }));
+      const identities = identityKeys(normalized).map((key) => ({ key, stream: streamOf(workspaceId, key) }));
       const command = { kind: 'save', fields: normalized, via } as const;
       // Upserts sharing an identifier run one at a time in this process, so two identifiers claimed
       // by concurrent calls cannot split one person into two contacts; across API servers the

@@ -296,9 +296,9 @@ describe('monthly ticket limit (e2e)', () => {
   });
   after(() => test.close());
 
-  it('403 TICKET_LIMIT_REACHED at the plan limit, exactly, under concurrent creation', async () => {
+  it('403 TICKET_LIMIT_REACHED at the plan limit, exactly, under 64 concurrent creations (each for a new contact)', async () => {
     const ws = await test.createWorkspace('free');
-    const replies = await Promise.all(Array.from({ length: 8 }, () => openTicket(ws)));
+    const replies = await Promise.all(Array.from({ length: 64 }, () => openTicket(ws)));
     expect(replies.filter((r) => r.status === 201)).to.have.length(3);
     // A refused ticket is neither written nor counted.
     const events = await test.service.core.log.readAll({ after: 0, workspaceId: ws.workspaceId, types: ['ticket.created', 'ticket.quota_used'] });

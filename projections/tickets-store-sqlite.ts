@@ -16,7 +16,8 @@
 // Writes. apply is synchronous: it reads the document, evolves it and writes it in the transaction
 // that is open, which every store of the file shares; a commit ends it COMMIT_AFTER_MS after its first
 // write, or after BATCH applies. Reads use the same connection and see the writes not committed yet, so a route that
-// waited for the runner reads its write. Each commit writes the checkpoints of the stores it covers
+// waited for the runner reads its write. The documents written last are also kept parsed (a rollback
+// drops them): a document's next event and the route's read of its write skip a SELECT and a parse. Each commit writes the checkpoints of the stores it covers
 // first: the documents and their checkpoint are committed together or not at all, so after a kill -9
 // (or a power loss: synchronous=NORMAL loses the last commits, never half of one) the store resumes
 // from a checkpoint that matches its documents, and the runner replays the events after it. No fsync
@@ -36,6 +37,7 @@ import { accessSync, constants } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { ProjectionReset } from '../src/app/projection-runner.js';
+import { createFifoCache, type FifoCache } from '../src/app/fifo-cache.js';
 import { batchedWrites } from './sqlite-batched-writes.js';
 import { StoreUnavailable, type DocumentProjection, type DocumentStore, type DocumentStores, type EventRef, type ListQuery, type Page } from './tickets-store.js';
 
@@ -154,7 +156,21 @@ interface Table {
   /** The checkpoint as this connection sees it (committed or not); null until read from the file. */
   checkpoint: EventRef | null | undefined;
   readonly statements: Map<string, Database.Statement>;
+  /** The documents applied last, as written (this connection alone writes the file); emptied by a rollback. */
+  recent: FifoCache<Written>;
 }
+
+/** A document as its row holds it: `ord` names the row. */
+interface Written {
+  readonly ord: number;
+  readonly doc: unknown;
+}
+
+/**
+ * Documents kept parsed per store: the next event of a document just written (a ticket's first
+ * message, a contact's tickets) and the route's read of its own write skip a SELECT and a parse.
+ */
+const RECENT_DOCUMENTS = 1_000;
 
 const refOf = ({ id, position, stream, revision }: EventRef): EventRef => ({ id, position, stream, revision });
 
@@ -184,7 +200,10 @@ export const openSqliteDocumentStores = (options: { readonly file: string; reado
   /** Rolls back what is not committed, in every store, and has the runners resume from the file's checkpoints. */
   const failed = (error: unknown): ProjectionReset => {
     dirty.clear();
-    for (const table of tables.values()) table.checkpoint = undefined;
+    for (const table of tables.values()) {
+      table.checkpoint = undefined;
+      table.recent = createFifoCache(RECENT_DOCUMENTS);
+    }
     generation += 1;
     broken = { error, at: Date.now() };
     console.error(`read models ${options.file}: a write failed, resuming from the last commit:`, error);
@@ -237,7 +256,7 @@ export const openSqliteDocumentStores = (options: { readonly file: string; reado
       projection.filters.forEach((_, i) => db.exec(`CREATE INDEX docs_${created}_f${i} ON docs_${created} (part, f${i})`));
       return created;
     }).immediate();
-    const table: Table = { id, name: projection.name, filters: projection.filters, checkpoint: undefined, statements: new Map() };
+    const table: Table = { id, name: projection.name, filters: projection.filters, checkpoint: undefined, statements: new Map(), recent: createFifoCache(RECENT_DOCUMENTS) };
     tables.set(name, table);
     return table;
   };
@@ -285,6 +304,8 @@ export const openSqliteDocumentStores = (options: { readonly file: string; reado
       },
       get: async (key) =>
         read(() => {
+          const recent = table.recent.get(key);
+          if (recent !== undefined) return recent.doc as D;
           const json = statement(table, 'SELECT json FROM $t WHERE key = ?').pluck().get(key) as string | undefined;
           return json === undefined ? undefined : (JSON.parse(json) as D);
         }),
@@ -292,15 +313,19 @@ export const openSqliteDocumentStores = (options: { readonly file: string; reado
         if (bound !== generation || closed) throw new ProjectionReset(`read model ${table.name}: not bound to the stored data: read the checkpoint first`);
         // One process applies in log order: a position at or below the checkpoint was applied already.
         if (event.position <= (checkpointOf(table)?.position ?? 0)) return;
-        const row = key === null ? undefined : (write(() => statement(table, 'SELECT ord, json FROM $t WHERE key = ?').get(key)) as { ord: number; json: string } | undefined);
-        const before = row === undefined ? undefined : (JSON.parse(row.json) as D);
+        const recent = key === null ? undefined : table.recent.get(key);
+        const row =
+          recent !== undefined || key === null ? undefined : (write(() => statement(table, 'SELECT ord, json FROM $t WHERE key = ?').get(key)) as { ord: number; json: string } | undefined);
+        const ord = recent?.ord ?? row?.ord;
+        const before = recent !== undefined ? (recent.doc as D) : row === undefined ? undefined : (JSON.parse(row.json) as D);
         // Outside `write`: a projection that throws stops, as it would with any store.
         const doc = key === null ? undefined : evolve(before);
         write(() => {
           if (doc !== undefined && doc !== before) {
             const values = [projection.partitionOf(doc), ...table.filters.map((field) => textOrNull((doc as Record<string, unknown>)[field])), JSON.stringify(doc)];
-            if (row === undefined) statement(table, insert).run(event.position, key, ...values);
-            else statement(table, update).run(...values, row.ord);
+            if (ord === undefined) statement(table, insert).run(event.position, key, ...values);
+            else statement(table, update).run(...values, ord);
+            table.recent.set(key as string, { ord: ord ?? event.position, doc });
           }
           table.checkpoint = refOf(event);
           dirty.add(table);
@@ -310,6 +335,7 @@ export const openSqliteDocumentStores = (options: { readonly file: string; reado
       async clear() {
         write(() => {
           statement(table, 'DELETE FROM $t').run();
+          table.recent = createFifoCache(RECENT_DOCUMENTS);
           table.checkpoint = null;
           dirty.add(table);
         });

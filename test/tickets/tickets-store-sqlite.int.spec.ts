@@ -190,6 +190,21 @@ describe('sqlite document store', () => {
     expect((await other.dump()).size).to.equal(0);
   });
 
+  it('answers a read after a rollback with the committed document, not the write rolled back', async () => {
+    const stores = open(newFile(), 1_000_000);
+    const rows = stores.open(ROWS);
+    await rows.checkpoint();
+    rows.apply(ref(1), 'a', () => doc('a', 1));
+    stores.commit();
+    rows.apply(ref(2), 'a', (d) => d && { ...d, n: 2 });
+    rows.apply(ref(3), 'b', () => doc('b', 3));
+    expect(await rows.get('a')).to.deep.equal(doc('a', 2));
+    expect(() => rows.apply(ref(4), 'd', () => doc('d', 4, { ws: undefined as unknown as string }))).to.throw(ProjectionReset);
+    expect(await rows.get('a')).to.deep.equal(doc('a', 1));
+    expect(await rows.get('b')).to.equal(undefined);
+    await stores.close();
+  });
+
   it('rebuilds a store whose filter fields changed without a version bump', async () => {
     const file = await fileWithOneDocument();
     const changed = open(file).open({ ...ROWS, filters: ['status'] });

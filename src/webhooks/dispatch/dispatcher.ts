@@ -200,10 +200,10 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
     gone.has(subscriptionId) ? undefined : subscriptions.get(workspaceId, subscriptionId);
 
   /** Appends to the subscription's stream, never re-creating the stream of a deleted subscription. */
-  const record = async (workspaceId: string, subscriptionId: string, events: readonly Decided[]): Promise<void> => {
+  const record = async (workspaceId: string, subscriptionId: string, events: readonly Decided[], urgent = false): Promise<void> => {
     if (events.length === 0 || existing(workspaceId, subscriptionId) === undefined) return;
     const stream = deliveryStream(subscriptionId);
-    await recorder.record(stream, workspaceId, events);
+    await recorder.record(stream, workspaceId, events, urgent);
     // Deleted while the append was under way: what was just written must go with the rest.
     if (existing(workspaceId, subscriptionId) === undefined) await log.deleteStream(stream);
   };
@@ -403,7 +403,7 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
     if (command.replayId === undefined) liveUnattempted.add(command.deliveryId);
     if (shared || durable) {
       // Whoever claims the first attempt reads the delivery from the log: it must be there first.
-      await record(event.workspaceId, command.subscriptionId, events);
+      await record(event.workspaceId, command.subscriptionId, events, shared !== null);
       await enqueue(p, command.at);
     } else {
       // The first attempt may go out before the record is durable: a crash then repeats it, never loses it.

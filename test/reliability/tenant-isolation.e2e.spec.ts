@@ -32,7 +32,7 @@ const BODIES: Readonly<Record<string, unknown>> = {
   'POST /api/v1/tickets/:id/messages': { content: 'intruder' },
   'PATCH /api/v1/articles/:article_id': { title: 'taken over' },
   'PATCH /api/v1/webhooks/:webhook_id': { description: 'taken over' },
-  'POST /api/v1/webhooks/:webhookId/replay': { since: 0 },
+  'POST /api/v1/webhooks/:webhook_id/replay': { since: 0 },
 };
 
 describe('tenant isolation matrix (e2e)', function () {

@@ -42,39 +42,39 @@ export const metricsRoutes = (workers: readonly WorkerHeap[] = [], engine?: { re
       });
     },
   });
-  if (engine !== undefined) {
-    new Gauge({
-      name: 'webhook_deliveries_waiting',
-      help: 'Webhook attempts waiting in the retry schedule, not taken yet (left out while the delivery engine does not answer).',
-      registers: [own],
-      async collect() {
-        this.reset();
-        const now = await engine.source();
-        if (now !== null) this.set(now.backlog.waiting);
-      },
-    });
-    new Gauge({
-      name: 'webhook_deliveries_late_seconds',
-      help: 'How long ago the earliest waiting webhook attempt fell due, in seconds (0 when none is late).',
-      registers: [own],
-      async collect() {
-        this.reset();
-        const now = await engine.source();
-        if (now !== null) this.set(lateSeconds(now.backlog, engine.clock()));
-      },
-    });
-  }
-  /** The engine's histograms, counted where it runs (a thread hands them over as data); none while it does not answer. */
-  const punctuality = async (): Promise<string> => {
-    const status = await engine?.source();
-    return status === undefined || status === null ? '' : punctualityText(status.punctuality);
-  };
+  // Set from the engine's status, asked once per scrape (a thread's answer to one ping); left out
+  // while the engine does not answer.
+  const backlogGauges =
+    engine === undefined
+      ? null
+      : {
+          waiting: new Gauge({
+            name: 'webhook_deliveries_waiting',
+            help: 'Webhook attempts waiting in the retry schedule, not taken yet (left out while the delivery engine does not answer).',
+            registers: [own],
+          }),
+          late: new Gauge({
+            name: 'webhook_deliveries_late_seconds',
+            help: 'How long ago the earliest waiting webhook attempt fell due, in seconds (0 when none is late).',
+            registers: [own],
+          }),
+        };
   return {
     admin(router) {
       router.get('/metrics', async (ctx) => {
+        const status = (await engine?.source()) ?? null;
+        if (backlogGauges !== null && engine !== undefined) {
+          backlogGauges.waiting.reset();
+          backlogGauges.late.reset();
+          if (status !== null) {
+            backlogGauges.waiting.set(status.backlog.waiting);
+            backlogGauges.late.set(lateSeconds(status.backlog, engine.clock()));
+          }
+        }
         const both = Registry.merge([registry(), own]);
         ctx.type = both.contentType;
-        ctx.body = (await both.metrics()) + (await punctuality());
+        // The engine's histograms, counted where it runs (a thread hands them over as data).
+        ctx.body = (await both.metrics()) + (status === null ? '' : punctualityText(status.punctuality));
       });
     },
   };

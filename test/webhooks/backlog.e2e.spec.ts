@@ -43,17 +43,22 @@ describe('webhook delivery backlog and punctuality (e2e)', () => {
     return { status: reply.status, body: await reply.json() };
   };
 
+  /** A subscription whose receiver takes 800 ms per attempt, one at a time: the others wait, and the earliest waits longest. */
+  const behindSlowReceiver = async () => {
+    const slow = (receiver = await startReceiver());
+    slow.respond({ kind: 'delay', ms: 800, status: 200 });
+    const service = (test = await startTestService({ ...FAST_RETRIES, WEBHOOK_MAX_IN_FLIGHT: '1' }));
+    const ws = await service.createWorkspace();
+    await subscribe(ws, slow.url);
+    return { ws, service, slow };
+  };
+
   it('shows the attempts waiting behind a slow receiver and how late the earliest is, then nothing once they are sent', async () => {
-    receiver = await startReceiver();
-    // Each attempt takes 800 ms, one at a time: the others wait, and the earliest waits longest.
-    receiver.respond({ kind: 'delay', ms: 800, status: 200 });
-    test = await startTestService({ ...FAST_RETRIES, WEBHOOK_MAX_IN_FLIGHT: '1' });
-    const ws = await test.createWorkspace();
-    await subscribe(ws, receiver.url);
+    const { ws, service, slow } = await behindSlowReceiver();
     expect(await backlog()).to.deep.equal({ waiting: 0, oldest_due_seconds: 0 });
 
     const events: RecordedEvent[] = [];
-    for (let i = 0; i < 4; i++) events.push(await emit(test, ws.workspaceId));
+    for (let i = 0; i < 4; i++) events.push(await emit(service, ws.workspaceId));
     const behind = await eventually('the backlog late by half a second', async () => {
       const now = await backlog();
       return now.waiting >= 2 && now.oldest_due_seconds >= 0.5 ? now : undefined;
@@ -68,9 +73,9 @@ describe('webhook delivery backlog and punctuality (e2e)', () => {
     expect(metrics).to.match(/^webhook_deliveries_waiting [1-3]$/m);
     expect(Number(/^webhook_deliveries_late_seconds (\S+)$/m.exec(metrics)?.[1])).to.be.greaterThan(0.4);
 
-    receiver.respond({ kind: 'status', status: 200 });
+    slow.respond({ kind: 'status', status: 200 });
     await eventually('every event delivered', () => {
-      const received = new Set(receiver!.requests.map(eventIdOf));
+      const received = new Set(slow.requests.map(eventIdOf));
       return events.every((e) => received.has(e.id));
     }, 15_000);
     expect(await backlog()).to.deep.equal({ waiting: 0, oldest_due_seconds: 0 });
@@ -126,12 +131,8 @@ describe('webhook delivery backlog and punctuality (e2e)', () => {
   });
 
   it('shows first attempts queued behind a slow receiver as late, and answers without the figures while the thread is down', async () => {
-    receiver = await startReceiver();
-    receiver.respond({ kind: 'delay', ms: 800, status: 200 });
-    test = await startTestService({ ...FAST_RETRIES, WEBHOOK_MAX_IN_FLIGHT: '1' });
-    const ws = await test.createWorkspace();
-    await subscribe(ws, receiver.url);
-    for (let i = 0; i < 3; i++) await emit(test, ws.workspaceId);
+    const { ws, service } = await behindSlowReceiver();
+    for (let i = 0; i < 3; i++) await emit(service, ws.workspaceId);
     const figures = await eventually('three first attempts counted', async () => {
       const now = await punctuality();
       return now.get(first('count{attempt="first"}')) === 3 ? now : undefined;
@@ -141,7 +142,7 @@ describe('webhook delivery backlog and punctuality (e2e)', () => {
     expect(figures.get(first('bucket{le="1",attempt="first"}'))).to.be.at.most(2);
     expect(figures.get(first('sum{attempt="first"}'))).to.be.at.least(2.4);
 
-    const thread = test.service.dispatcherThread!;
+    const thread = service.service.dispatcherThread!;
     await thread.kill();
     expect((await punctuality()).size).to.equal(0);
     await thread.running();

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Body of `npm test`: type-check, start a real Redis and Kafka on test ports, run every mocha spec,
-# stop the engines this run started. Extra arguments go to mocha (e.g. --grep).
+# Body of `npm test`: type-check and start a real Redis and Kafka on test ports side by side, run every
+# mocha spec, stop the engines this run started. Extra arguments go to mocha (e.g. --grep).
 # Test ports differ from the defaults so a developer's own servers don't collide:
 #   TEST_REDIS_PORT (default 6390), TEST_KAFKA_PORT (default 19092; its controller uses +1).
 set -euo pipefail
@@ -9,13 +9,6 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export REDIS_PORT="${TEST_REDIS_PORT:-6390}"
 export KAFKA_PORT="${TEST_KAFKA_PORT:-19092}"
 
-npx tsc --noEmit
-# The client helpers' own suites (node --test, pytest, go test): quick, and before the engines start.
-bash scripts/clients-test.sh
-# The OpenAPI fuzzer's Python (Schemathesis, in a venv under .cache): installed here once, in the open,
-# so test/openapi/fuzz.e2e.spec.ts finds it ready.
-bash scripts/openapi-fuzz-venv.sh >/dev/null
-
 # One run at a time per port pair: a second run would share, then lose, the first run's engines.
 mkdir -p .cache/run
 exec 9>".cache/run/test-$REDIS_PORT-$KAFKA_PORT.lock"
@@ -23,18 +16,32 @@ flock -n 9 || { echo "test.sh: waiting for another test run on these ports" >&2;
 
 # Engines already running from an earlier `scripts/*.sh start` are reused and left running.
 started=()
+prepared=
 stop_started() {
   local engine
+  # An engine still starting would outlive its stop: let the start finish first.
+  [[ -z "$prepared" ]] || wait "$prepared" 2>/dev/null || true
   for engine in "${started[@]}"; do bash "scripts/$engine.sh" stop || true; done
 }
 trap stop_started EXIT
 for engine in redis kafka; do
-  if ! bash "scripts/$engine.sh" status >/dev/null; then
-    started=("$engine" "${started[@]}")
-    # 9>&- keeps the lock out of the engine: a leftover engine must not block later runs.
-    bash "scripts/$engine.sh" start 9>&-
-  fi
+  bash "scripts/$engine.sh" status >/dev/null || started=("$engine" "${started[@]}")
 done
+
+# The engines start, and the OpenAPI fuzzer's Python (Schemathesis, in a venv under .cache, for
+# test/openapi/fuzz.e2e.spec.ts) installs, while the type-check and the client helpers' own suites
+# (node --test, pytest, go test) run: on a fresh clone each of these waits mostly on the network or a
+# JVM's start. 9>&- keeps the lock out of the engines: a leftover engine must not block later runs.
+background() {
+  local engine
+  for engine in "${started[@]}"; do bash "scripts/$engine.sh" start 9>&-; done
+  bash scripts/openapi-fuzz-venv.sh >/dev/null
+}
+background &
+prepared=$!
+npx tsc --noEmit
+bash scripts/clients-test.sh
+wait "$prepared" || { echo "test.sh: an engine or the fuzzer's venv did not come up" >&2; exit 1; }
 
 # A real browser for the media-serving spec (Debian's chromium, driven by playwright-core).
 if ! command -v chromium >/dev/null; then

@@ -7,7 +7,11 @@
 // paused for `retryDelayMs`, so it is handed over again and nothing behind it is committed past it.
 import type { Consumer, EachBatchPayload, Kafka } from 'kafkajs';
 import type { RecordedEvent } from '../log/event-log.js';
+import { succeedsWithin } from '../shared/within.js';
 import { fromMessage, PoisonMessage } from './message.js';
+
+/** The longest a stop waits for the consumer to leave its group. */
+const STOP_WAIT_MS = 5_000;
 
 export interface BusConsumerOptions {
   readonly kafka: Kafka;
@@ -118,7 +122,9 @@ export const createBusConsumer = (options: BusConsumerOptions): BusConsumer => {
       resumeTimers.clear();
       const stopping = consumer;
       consumer = null;
-      await stopping?.disconnect();
+      // While the broker is away kafkajs's disconnect waits out the client's retries (a dispatcher's
+      // last its session timeout): a stop goes on after STOP_WAIT_MS and leaves it to finish alone.
+      if (stopping !== null) await succeedsWithin(stopping.disconnect(), STOP_WAIT_MS);
     },
   };
 };

@@ -4,13 +4,21 @@ import { Kafka, logLevel, type Admin } from 'kafkajs';
 /** Partitions of the topic when the relay creates it: the most dispatchers that can share the work. */
 export const TOPIC_PARTITIONS = 12;
 
-export const createKafka = (brokers: readonly string[], clientId: string): Kafka =>
+/**
+ * `rideOutMs`: how long the client keeps retrying a broker it cannot reach before it gives up (about
+ * 6 s without it). A dispatcher's consumer rides out a broker restart for its session timeout: one
+ * that gave up joins the group again as a new member once the broker is back, and the group hands
+ * out no partition until the old member's session expires (27 s after the broker was back with the
+ * default 30 s session; the member that kept retrying resumed within a second).
+ */
+export const createKafka = (brokers: readonly string[], clientId: string, rideOutMs?: number): Kafka =>
   new Kafka({
     clientId,
     brokers: [...brokers],
     // kafkajs logs every connection failure at ERROR while it retries; we report what gives up.
     logLevel: logLevel.NOTHING,
-    retry: { initialRetryTime: 200, retries: 5 },
+    // With the cap, retries after the first three (0.2 + 0.4 + 0.8 s) come a second apart.
+    retry: rideOutMs === undefined ? { initialRetryTime: 200, retries: 5 } : { initialRetryTime: 200, maxRetryTime: 1000, retries: 3 + Math.ceil(rideOutMs / 1000) },
   });
 
 /** Creates the topic unless it exists (several processes may race to; the loser sees it exists). */

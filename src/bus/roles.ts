@@ -60,7 +60,7 @@ const relayFeatures = (core: Core): Feature[] => {
 const dispatcherFeatures = (core: Core): Feature[] => {
   const { config } = core;
   const bus = {
-    kafka: createKafka(brokersOf(config), 'dispatcher'),
+    kafka: createKafka(brokersOf(config), 'dispatcher', config.kafkaSessionTimeoutMs),
     topic: config.kafkaTopic,
     group: config.kafkaGroup,
     sessionTimeoutMs: config.kafkaSessionTimeoutMs,

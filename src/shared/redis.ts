@@ -30,13 +30,3 @@ export const createRedisClient = (url: string, role: RedisRole, options: { comma
 /** Resolves once the client can take commands (a `command` client refuses them before that). */
 export const redisReady = (client: Redis): Promise<void> =>
   client.status === 'ready' ? Promise.resolve() : new Promise((resolve) => client.once('ready', () => resolve()));
-
-/** Whether `work` (connecting, subscribing) succeeds within `ms`; a process that must start without Redis goes on when it does not. */
-export const succeedsWithin = (work: Promise<unknown>, ms: number): Promise<boolean> =>
-  Promise.race([
-    work.then(
-      () => true,
-      () => false,
-    ),
-    new Promise<boolean>((resolve) => setTimeout(() => resolve(false), ms).unref()),
-  ]);

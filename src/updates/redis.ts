@@ -5,7 +5,8 @@
 // missed until the poll's timeout; one always-subscribed channel has no such window, and an
 // announcement is a few bytes per process. ioredis re-subscribes after a reconnect; announcements
 // during an outage are lost, which only delays the waiting polls to their timeout.
-import { createRedisClient, redisReady, succeedsWithin } from '../shared/redis.js';
+import { createRedisClient, redisReady } from '../shared/redis.js';
+import { succeedsWithin } from '../shared/within.js';
 import { createMemoryNotifier } from './memory.js';
 import type { Notifier } from './notifier.js';
 

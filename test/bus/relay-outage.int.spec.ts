@@ -1,17 +1,23 @@
-// The relay through a Kafka outage: a broker of its own (scripts/kafka.sh on a private port, so the
-// shared test broker stays up) is stopped and started again. It stays down until kafkajs has given
-// up on a send twice, so the relay's own retry with a new producer runs and fails too, and at least
-// BUS_OUTAGE_SECONDS (default 0; longer to soak). The client here gives up after one retry, where the
-// service's retries five times (about 12 s): what is tested is the relay's own retry after a give-up,
-// not how long kafkajs takes to reach it. The relay keeps its checkpoint where Kafka last
-// acknowledged and catches up afterwards. Slow by nature (two broker starts); pending without
-// KAFKA_BROKERS (no engines on this run).
+// The bus through Kafka outages, on a broker of its own (scripts/kafka.sh on a private port, so the
+// shared test broker stays up). Slow by nature (broker starts); pending without KAFKA_BROKERS (no
+// engines on this run).
+// - The relay: the broker is stopped and started again on fresh storage. It stays down until kafkajs
+//   has given up on a send twice, so the relay's own retry with a new producer runs and fails too,
+//   and at least BUS_OUTAGE_SECONDS (default 0; longer to soak). The client here gives up after one
+//   retry, where the service's retries five times (about 12 s): what is tested is the relay's own
+//   retry after a give-up, not how long kafkajs takes to reach it. The relay keeps its checkpoint
+//   where Kafka last acknowledged and catches up afterwards.
+// - A dispatcher's consumer: the broker is killed and restarted on its storage. The consumer rides it
+//   out as the same member of its group, which otherwise waits out the old member's session (30 s)
+//   before it hands out a partition.
 import { expect } from 'chai';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { Kafka, logLevel } from 'kafkajs';
 import { createLogCheckpoint } from '../../src/bus/checkpoint.js';
-import { HEADERS } from '../../src/bus/message.js';
+import { createBusConsumer } from '../../src/bus/consumer.js';
+import { createKafka, ensureTopic } from '../../src/bus/kafka.js';
+import { HEADERS, toMessage } from '../../src/bus/message.js';
 import { createRelay, type Relay } from '../../src/bus/relay.js';
 import type { RecordedEvent } from '../../src/log/event-log.js';
 import { randomId } from '../../src/shared/ids.js';
@@ -22,9 +28,9 @@ import { eventually, settle } from '../support/webhooks-dispatch.js';
 const run = promisify(execFile);
 const outageSeconds = Number(process.env['BUS_OUTAGE_SECONDS'] ?? 0);
 const port = Number(process.env['KAFKA_PORT'] ?? 19092) + 100;
-const kafkaScript = (command: 'start' | 'stop') => run('bash', ['scripts/kafka.sh', command], { env: { ...process.env, KAFKA_PORT: String(port), KAFKA_CONTROLLER_PORT: String(port + 1) } });
+const kafkaScript = (command: 'start' | 'stop' | 'restart') => run('bash', ['scripts/kafka.sh', command], { env: { ...process.env, KAFKA_PORT: String(port), KAFKA_CONTROLLER_PORT: String(port + 1) } });
 
-describe('bus relay through a Kafka outage (real Kafka, slow)', function () {
+describe('bus through a Kafka outage (real Kafka, slow)', function () {
   this.timeout(outageSeconds * 1000 + 240_000);
   let temp: TempLog;
   let relay: Relay | null = null;
@@ -71,5 +77,34 @@ describe('bus relay through a Kafka outage (real Kafka, slow)', function () {
     await relay.stop();
     relay = null;
     expect(await createLogCheckpoint(temp.log, randomId).read()).to.equal(last);
+  });
+
+  it("keeps a dispatcher's consumer in its group through a broker restart: the same member consumes again", async () => {
+    const session = 30_000;
+    const kafka = createKafka([`127.0.0.1:${port}`], 'ride-out-test', session);
+    const [topic, group] = [uniqueName('ride-out'), uniqueName('dispatchers')];
+    await ensureTopic(kafka, topic);
+    const handled = new Set<string>();
+    const consumer = createBusConsumer({ kafka, topic, group, sessionTimeoutMs: session, handle: async (record) => void handled.add(record.id) });
+    const producer = kafka.producer();
+    const admin = kafka.admin();
+    const members = async () => (await admin.describeGroups([group])).groups[0]?.members.map((m) => m.memberId) ?? [];
+    const sendAndHandle = async (what: string) => {
+      const records = await append(5);
+      await producer.send({ topic, messages: records.map(toMessage).map((m) => ({ key: m.key, value: m.value, headers: { ...m.headers } })) });
+      await eventually(what, () => records.every((r) => handled.has(r.id)), 60_000);
+    };
+    try {
+      await Promise.all([consumer.start(), producer.connect(), admin.connect()]);
+      await sendAndHandle('the events before the restart');
+      const before = await members();
+      expect(before).to.have.length(1);
+
+      await kafkaScript('restart');
+      await sendAndHandle('the events after the restart');
+      expect(await members()).to.deep.equal(before);
+    } finally {
+      await Promise.all([consumer.stop(), producer.disconnect(), admin.disconnect()]);
+    }
   });
 });

@@ -5,12 +5,15 @@ import { Kafka, logLevel, type Admin } from 'kafkajs';
 export const TOPIC_PARTITIONS = 12;
 
 /**
- * `rideOutMs`: how long the client keeps retrying a broker it cannot reach before it gives up (about
- * 6 s without it). A dispatcher's consumer rides out a broker restart for its session timeout: one
- * that gave up joins the group again as a new member once the broker is back, and the group hands
- * out no partition until the old member's session expires (27 s after the broker was back with the
- * default 30 s session; the member that kept retrying resumed within a second).
+ * How long a dispatcher's consumer keeps retrying a broker it cannot reach. One that gave up (after
+ * about 6 s by default) joined its group again as a new member once the broker was back, and the
+ * group handed out no partition until the old member's session had expired: 27 s after the broker
+ * was back with the default 30 s session. A member that kept retrying resumed within a second, even
+ * after an outage longer than its session (a broker that loads a group gives its members a fresh one).
  */
+export const CONSUMER_RIDE_OUT_MS = 60_000;
+
+/** `rideOutMs`: how long the client keeps retrying a broker it cannot reach (about 6 s without it). */
 export const createKafka = (brokers: readonly string[], clientId: string, rideOutMs?: number): Kafka =>
   new Kafka({
     clientId,

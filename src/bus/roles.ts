@@ -24,7 +24,7 @@ import { sharedHistory } from '../webhooks/dispatch/shared-history.js';
 import { createDispatcherThread } from '../webhooks/dispatch/thread.js';
 import { createWebhooksFeature } from '../webhooks/feature.js';
 import { createLogCheckpoint } from './checkpoint.js';
-import { createKafka } from './kafka.js';
+import { CONSUMER_RIDE_OUT_MS, createKafka } from './kafka.js';
 import { createRelay } from './relay.js';
 import { createKafkaSource } from './webhook-source.js';
 
@@ -60,7 +60,7 @@ const relayFeatures = (core: Core): Feature[] => {
 const dispatcherFeatures = (core: Core): Feature[] => {
   const { config } = core;
   const bus = {
-    kafka: createKafka(brokersOf(config), 'dispatcher', config.kafkaSessionTimeoutMs),
+    kafka: createKafka(brokersOf(config), 'dispatcher', CONSUMER_RIDE_OUT_MS),
     topic: config.kafkaTopic,
     group: config.kafkaGroup,
     sessionTimeoutMs: config.kafkaSessionTimeoutMs,

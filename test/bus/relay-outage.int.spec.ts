@@ -7,16 +7,18 @@
 //   retry, where the service's retries five times (about 12 s): what is tested is the relay's own
 //   retry after a give-up, not how long kafkajs takes to reach it. The relay keeps its checkpoint
 //   where Kafka last acknowledged and catches up afterwards.
-// - A dispatcher's consumer: the broker is killed and restarted on its storage. The consumer rides it
-//   out as the same member of its group, which otherwise waits out the old member's session (30 s)
+// - A dispatcher's consumer: the broker is killed, stays down past the point where kafkajs gives up by
+//   default (about 6 s) and past the consumer's session, and is restarted on its storage. The consumer
+//   rides it out as the same member of its group, which otherwise waits out the old member's session
 //   before it hands out a partition.
 import { expect } from 'chai';
 import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { Kafka, logLevel } from 'kafkajs';
 import { createLogCheckpoint } from '../../src/bus/checkpoint.js';
 import { createBusConsumer } from '../../src/bus/consumer.js';
-import { createKafka, ensureTopic } from '../../src/bus/kafka.js';
+import { CONSUMER_RIDE_OUT_MS, createKafka, ensureTopic } from '../../src/bus/kafka.js';
 import { HEADERS, toMessage } from '../../src/bus/message.js';
 import { createRelay, type Relay } from '../../src/bus/relay.js';
 import type { RecordedEvent } from '../../src/log/event-log.js';
@@ -80,8 +82,8 @@ describe('bus through a Kafka outage (real Kafka, slow)', function () {
   });
 
   it("keeps a dispatcher's consumer in its group through a broker restart: the same member consumes again", async () => {
-    const session = 30_000;
-    const kafka = createKafka([`127.0.0.1:${port}`], 'ride-out-test', session);
+    const session = 6_000;
+    const kafka = createKafka([`127.0.0.1:${port}`], 'ride-out-test', CONSUMER_RIDE_OUT_MS);
     const [topic, group] = [uniqueName('ride-out'), uniqueName('dispatchers')];
     await ensureTopic(kafka, topic);
     const handled = new Set<string>();
@@ -100,6 +102,9 @@ describe('bus through a Kafka outage (real Kafka, slow)', function () {
       const before = await members();
       expect(before).to.have.length(1);
 
+      // Down longer than kafkajs's default retries (about 6 s) and the session, with the start after it.
+      process.kill(Number(readFileSync(`.cache/run/kafka-${port}/kafka.pid`, 'utf8')), 'SIGKILL');
+      await settle(session + 500);
       await kafkaScript('restart');
       await sendAndHandle('the events after the restart');
       expect(await members()).to.deep.equal(before);

@@ -14,5 +14,5 @@ export interface BenchPorts {
 }
 
 /** Runs `scripts/<name>.sh <command>` with the bench's ports. */
-export const engine = (ports: BenchPorts) => (name: 'kafka' | 'redis', command: 'start' | 'stop') =>
+export const engine = (ports: BenchPorts) => (name: 'kafka' | 'redis', command: 'start' | 'stop' | 'restart') =>
   exec('bash', [`scripts/${name}.sh`, command], { cwd: ROOT, env: { ...process.env, KAFKA_PORT: String(ports.kafka), REDIS_PORT: String(ports.redis) } });

@@ -75,6 +75,22 @@ retryScheduleContract('redis', redisUrl ? () => redisPair(redisUrl) : null, { pr
     expect(await pair.other.takeDue(300, 10, unlimited)).to.deep.equal([{ deliveryId: 'd', subscriptionId: 's', dueAt: 250, round: 2 }]);
   });
 
+  it("marks a claim of the taker's own put, and no other", async () => {
+    await pair.other.put({ deliveryId: 'e', subscriptionId: 's', dueAt: 100, round: 1 });
+    await pair.other.offer({ deliveryId: 'f', subscriptionId: 's', dueAt: 100, round: 1 });
+    const taken = await pair.schedule.takeDue(200, 10, unlimited);
+    expect(new Map(taken.map((e) => [e.deliveryId, e.ownPut]))).to.deep.equal(new Map([['d', true], ['e', undefined], ['f', undefined]]));
+  });
+
+  it('drops the mark once another dispatcher may have attempted the delivery: its claim ran out, or a later round was offered', async () => {
+    // The other claims the put and dies, maybe after recording an attempt: the putter's state is stale.
+    expect(await pair.other.takeDue(200, 10, unlimited)).to.have.length(1);
+    expect(await pair.schedule.takeDue(200 + LEASE_US, 10, unlimited)).to.deep.equal([{ deliveryId: 'd', subscriptionId: 's', dueAt: 100, round: 1 }]);
+    await pair.schedule.put({ deliveryId: 'e', subscriptionId: 's', dueAt: 100, round: 1 });
+    await pair.other.offer({ deliveryId: 'e', subscriptionId: 's', dueAt: 100, round: 2 });
+    expect(await pair.schedule.takeDue(300 + LEASE_US, 10, unlimited)).to.deep.equal([{ deliveryId: 'e', subscriptionId: 's', dueAt: 100, round: 2 }]);
+  });
+
   it('settles a claim by put (the next attempt) or by remove (done)', async () => {
     await pair.schedule.put({ deliveryId: 'e', subscriptionId: 's', dueAt: 100, round: 1 });
     expect(await pair.schedule.takeDue(200, 10, unlimited)).to.have.length(2);

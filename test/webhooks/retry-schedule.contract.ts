@@ -12,6 +12,8 @@ export interface RetryScheduleFixture {
 
 const unlimited = () => Number.POSITIVE_INFINITY;
 const ids = (entries: readonly DueAttempt[]) => entries.map((e) => e.deliveryId);
+/** The entries without the mark a shared schedule adds to a taker's own puts (the redis spec tests it). */
+const unmarked = (entries: readonly DueAttempt[]) => entries.map(({ ownPut: _, ...entry }) => entry);
 
 export const retryScheduleContract = (name: string, factory: (() => Promise<RetryScheduleFixture>) | null, options: { propertyRuns?: number } = {}) => {
   describe(`RetrySchedule contract: ${name}`, () => {
@@ -32,7 +34,7 @@ export const retryScheduleContract = (name: string, factory: (() => Promise<Retr
       await schedule.put({ deliveryId: 'early', subscriptionId: 's', dueAt: now + 1, round: 1 });
       expect(await schedule.nextDueAt()).to.equal(now + 1);
       expect(await schedule.takeDue(now, 10, unlimited)).to.deep.equal([]);
-      expect(await schedule.takeDue(now + 20, 10, unlimited)).to.deep.equal([{ deliveryId: 'early', subscriptionId: 's', dueAt: now + 1, round: 1 }]);
+      expect(unmarked(await schedule.takeDue(now + 20, 10, unlimited))).to.deep.equal([{ deliveryId: 'early', subscriptionId: 's', dueAt: now + 1, round: 1 }]);
       expect(await schedule.takeDue(now + 20, 10, unlimited)).to.deep.equal([]);
       expect(ids(await schedule.takeDue(now + 50, 10, unlimited))).to.deep.equal(['late']);
     });

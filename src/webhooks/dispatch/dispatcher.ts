@@ -5,7 +5,8 @@
 // With a schedule shared by several dispatchers (distributed mode), whoever claims an attempt owns
 // the delivery for that attempt: it reads the delivery back from the log, and lets go of it once the
 // next attempt is handed back to the schedule, since another dispatcher may take that one. Only the
-// owner moves an entry (put); a dispatcher announcing a delivery it does not own offers it.
+// owner moves an entry (put); a dispatcher announcing a delivery it does not own offers it. What it put
+// it keeps for a while (own-puts.ts): claiming that entry back untouched, it skips the log.
 import type { Decided } from '../../domain/aggregate.js';
 import { deliveryAggregate, foldDeliveries, type Delivery, type DeliveryCommand } from '../../domain/delivery/delivery.js';
 import { deliveryIdOf, deliveryStream, replayDeliveryIdOf } from '../../domain/delivery/ids.js';
@@ -18,6 +19,7 @@ import type { AttemptOutcome, Sender } from '../sender.js';
 import type { SubscriptionDirectory, SubscriptionRow } from '../subscriptions.js';
 import type { DeliveryBacklog } from './backlog.js';
 import { bodyAtPosition, envelopeBytes } from './bodies.js';
+import { createOwnPuts } from './own-puts.js';
 import { createPump } from './pump.js';
 import { createPunctuality, type AttemptKind, type PunctualityFigures } from './punctuality.js';
 import { createRecorder } from './recorder.js';
@@ -144,6 +146,8 @@ const fold = (state: Delivery | null, events: readonly Decided[]): Delivery => {
 
 /** Another dispatcher's puts do not wake this one: with a shared schedule it also looks this often (and so notices a lost schedule). */
 const SHARED_WAKE_MS = 1000;
+/** Deliveries put in a shared schedule kept to be claimed back from memory: at ~1 KB of body each, ~10 MB. */
+const OWN_PUTS_KEPT = 10_000;
 
 export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
   const { log, subscriptions, sender, clock } = deps;
@@ -162,6 +166,7 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
   const bodies = new Map<number, Promise<Buffer | null>>();
   const reportLock = createKeyedLock();
   const settling = new Set<Promise<void>>();
+  const ownPuts = createOwnPuts<Pending>(OWN_PUTS_KEPT);
 
   const track = (p: Pending): void => {
     pending.set(p.delivery.id, p);
@@ -184,7 +189,11 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
    * this one lets go.
    */
   const enqueue = async (p: Pending, dueAt: number, how: 'put' | 'offer' = 'put'): Promise<void> => {
-    if (shared) forget(p);
+    if (shared) {
+      forget(p);
+      // Before the put: the claim of it may come at once.
+      if (how === 'put') ownPuts.keep(p.delivery.id, p);
+    }
     await schedule[how]({ deliveryId: p.delivery.id, subscriptionId: p.delivery.subscriptionId, dueAt, round: p.delivery.round });
     pump.kick();
   };
@@ -311,6 +320,17 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
     return hold(found.delivery, found.workspaceId);
   };
 
+  /**
+   * A claim of this dispatcher's own put that no other dispatcher claimed since: the delivery, its
+   * body included, is as this one recorded it, so it is attempted from memory.
+   */
+  const claimOwn = (entry: DueAttempt): Pending | undefined => {
+    const p = ownPuts.take(entry.deliveryId);
+    if (entry.ownPut !== true || p === undefined || p.delivery.round !== entry.round) return undefined;
+    track(p);
+    return p;
+  };
+
   /** A shared schedule's waiting deliveries are held by no dispatcher until claimed: each one reads them from the log. */
   const holdWaiting = async (subscriptionId: string): Promise<void> => {
     const { deliveries, workspaceId } = await readWaiting(subscriptionId);
@@ -321,7 +341,7 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
   /** One attempt; resolves when its slot is free (the bookkeeping after it continues in `settling`). */
   const attemptOnce = async (entry: DueAttempt): Promise<void> => {
     liveUnattempted.delete(entry.deliveryId);
-    const p = pending.get(entry.deliveryId) ?? (await takeOver(entry));
+    const p = pending.get(entry.deliveryId) ?? claimOwn(entry) ?? (await takeOver(entry));
     // Nothing left to attempt, or the attempt under way settles it: the claim is settled here.
     if (p === undefined || p.inFlight) return schedule.remove(entry.deliveryId, entry.round);
     const row = existing(p.workspaceId, p.delivery.subscriptionId);

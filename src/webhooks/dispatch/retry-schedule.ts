@@ -14,6 +14,11 @@ export interface DueAttempt {
    * an earlier round even while that one is still claimed (only its settling remove was left).
    */
   readonly round: number;
+  /**
+   * Set by a shared schedule on an entry taken by the process that put it, and claimed by no other
+   * since (an offer, or a lease run out, clears it): the delivery is as that process left it.
+   */
+  readonly ownPut?: true;
 }
 
 export interface RetrySchedule {

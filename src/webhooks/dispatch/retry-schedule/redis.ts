@@ -5,6 +5,9 @@
 // claim still unsettled when its lease runs out (its dispatcher died mid-attempt) is offered again
 // at its original due time. Due times are µs since the epoch, exact in Redis' double scores, and
 // kept as strings inside Lua (whose tostring would round them).
+// An entry put by a dispatcher names it (its owner) until another one could have touched the
+// delivery: an offer or a lease run out drops the name, another's put replaces it. A claim of an
+// entry that still names the claimer tells it the delivery is as it left it (dispatcher.ts keeps those).
 // Redis restarted without persistence (or flushed) has lost every entry while the log still has the
 // deliveries waiting: an epoch key, created with a fresh random value by whichever script finds it
 // missing, tells each dispatcher that the store it seeded is gone, and its onLost listener re-seeds.
@@ -13,17 +16,18 @@ import { createRedisClient, redisReady } from '../../../shared/redis.js';
 import { randomId } from '../../../shared/ids.js';
 import type { DueAttempt, SharedRetrySchedule } from '../retry-schedule.js';
 
-// KEYS: entries (hash id → "dueAt subscriptionId"), lanes (zset), claimed (zset id → lease end),
+// KEYS: entries (hash id → "dueAt subscriptionId round[ owner]"), lanes (zset), claimed (zset id → lease end),
 // epoch (string); ARGV[1]: the prefix of lane keys. Lane keys share the hash tag of the others (one
 // cluster slot).
 const PRELUDE = `
 local entries, lanes, claimed, epochKey, lanePrefix = KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1]
 local function lane(sub) return lanePrefix .. sub end
--- An entry is "dueAt subscriptionId round".
+-- An entry is "dueAt subscriptionId round", then " owner" when put by its owner.
 local function split(v)
   local a = string.find(v, ' ', 1, true)
   local b = string.find(v, ' ', a + 1, true)
-  return string.sub(v, 1, a - 1), string.sub(v, a + 1, b - 1), tonumber(string.sub(v, b + 1))
+  local c = string.find(v, ' ', b + 1, true)
+  return string.sub(v, 1, a - 1), string.sub(v, a + 1, b - 1), tonumber(string.sub(v, b + 1, c and c - 1))
 end
 local function reindex(sub)
   local head = redis.call('ZRANGE', lane(sub), 0, 0, 'WITHSCORES')
@@ -37,8 +41,8 @@ local function unschedule(id)
   end
   redis.call('ZREM', claimed, id)
 end
-local function schedule(id, sub, due, round)
-  redis.call('HSET', entries, id, due .. ' ' .. sub .. ' ' .. round)
+local function schedule(id, sub, due, round, owner)
+  redis.call('HSET', entries, id, due .. ' ' .. sub .. ' ' .. round .. (owner and ' ' .. owner or ''))
   redis.call('ZADD', lane(sub), due, id)
   reindex(sub)
 end
@@ -51,10 +55,10 @@ end
 `;
 
 const SCRIPTS = {
-  // ARGV: prefix, id, subscriptionId, dueAt, round
+  // ARGV: prefix, id, subscriptionId, dueAt, round, owner
   retryPut: `
 unschedule(ARGV[2])
-schedule(ARGV[2], ARGV[3], ARGV[4], ARGV[5])`,
+schedule(ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6])`,
   // ARGV: prefix, id, subscriptionId, dueAt, round. An entry of this round or a later one stays, scheduled or claimed.
   retryOffer: `
 local v = redis.call('HGET', entries, ARGV[2])
@@ -77,15 +81,15 @@ redis.call('HDEL', entries, ARGV[2])`,
   // ARGV: prefix, candidate epoch. Returns the epoch.
   retryEpoch: `
 return epoch(ARGV[2])`,
-  // ARGV: prefix, now, candidate epoch. Expired claims go back to their lanes; returns the epoch.
+  // ARGV: prefix, now, candidate epoch. Expired claims go back to their lanes, owned by nobody (their
+  // taker may have recorded an attempt); returns the epoch.
   retryRelease: `
 for _, id in ipairs(redis.call('ZRANGEBYSCORE', claimed, '-inf', ARGV[2])) do
   redis.call('ZREM', claimed, id)
   local v = redis.call('HGET', entries, id)
   if v then
-    local due, sub = split(v)
-    redis.call('ZADD', lane(sub), due, id)
-    reindex(sub)
+    local due, sub, round = split(v)
+    schedule(id, sub, due, round)
   end
 end
 return epoch(ARGV[3])`,
@@ -128,6 +132,8 @@ export const createRedisRetrySchedule = (options: RedisRetryScheduleOptions): Sh
   const keys = [`${tag}:entries`, `${tag}:lanes`, `${tag}:claimed`, `${tag}:epoch`] as const;
   const lanePrefix = `${tag}:lane:`;
   const leaseUs = options.leaseMs * 1000;
+  /** Names the entries this process puts: one name per process lifetime, so a restarted one owns none. */
+  const owner = randomId();
   /** The epoch whose entries this process has seeded: the first one seen (ready(), before the start-up resume offers), then each one re-seeded. */
   let seeded: string | null = null;
   let reseed: (() => Promise<void>) | null = null;
@@ -180,7 +186,7 @@ export const createRedisRetrySchedule = (options: RedisRetryScheduleOptions): Sh
       reseed = listener;
     },
     async put(entry) {
-      await client.retryPut(...keys, lanePrefix, entry.deliveryId, entry.subscriptionId, String(entry.dueAt), String(entry.round));
+      await client.retryPut(...keys, lanePrefix, entry.deliveryId, entry.subscriptionId, String(entry.dueAt), String(entry.round), owner);
     },
     async offer(entry) {
       await client.retryOffer(...keys, lanePrefix, entry.deliveryId, entry.subscriptionId, String(entry.dueAt), String(entry.round));
@@ -195,8 +201,9 @@ export const createRedisRetrySchedule = (options: RedisRetryScheduleOptions): Sh
       const flat = (await client.retryClaim(...keys, lanePrefix, String(now), String(now + leaseUs), String(limit), ...offered)) as string[];
       const taken: DueAttempt[] = [];
       for (let i = 0; i + 1 < flat.length; i += 2) {
-        const [dueAt, subscriptionId, round] = (flat[i + 1] as string).split(' ');
-        taken.push({ deliveryId: flat[i] as string, subscriptionId: subscriptionId as string, dueAt: Number(dueAt), round: Number(round) });
+        const [dueAt, subscriptionId, round, putBy] = (flat[i + 1] as string).split(' ');
+        const entry = { deliveryId: flat[i] as string, subscriptionId: subscriptionId as string, dueAt: Number(dueAt), round: Number(round) };
+        taken.push(putBy === owner ? { ...entry, ownPut: true } : entry);
       }
       return taken;
     },

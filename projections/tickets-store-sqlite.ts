@@ -31,13 +31,21 @@
 // the runner (src/tickets/read-models.ts). A file that is not ours (another application's database,
 // not a database, or corrupt when opened) is refused with ReadModelsUnavailable naming it: nothing is
 // written to it; deleting it is always safe and rebuilds the read models at the next start. A file of
-// ours at another schema version is emptied and rebuilt. The file is locked (locking_mode=EXCLUSIVE)
-// from the first write until close: a second process on the same folder is refused.
+// ours at another schema version is emptied and rebuilt. A lock file beside it (`<file>.lock`, held
+// from open until close) refuses a second process on the same folder.
+//
+// Checkpoints. The connection's own automatic checkpoint runs inside a commit, on the thread that
+// applies (the main thread): under load it copied tens of MB and fsynced twice, stopping every
+// request for ~200 ms every few seconds. A thread of its own checkpoints instead
+// (src/shared/wal-checkpointer.ts), which needs the normal locking mode (the WAL index in the -shm
+// file, so its connection can open the file); the automatic checkpoint stays as the bound.
 import { accessSync, constants } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { ProjectionReset } from '../src/app/projection-runner.js';
 import { createFifoCache, type FifoCache } from '../src/app/fifo-cache.js';
+import { holdLockFile, type InstanceLock } from '../src/log/instance-lock.js';
+import { startWalCheckpointer } from '../src/shared/wal-checkpointer.js';
 import { batchedWrites } from './sqlite-batched-writes.js';
 import { StoreUnavailable, type DocumentProjection, type DocumentStore, type DocumentStores, type EventRef, type ListQuery, type Page } from './tickets-store.js';
 
@@ -113,35 +121,42 @@ const prepareFile = (db: Database.Database): void => {
   db.pragma(`user_version = ${SCHEMA_VERSION}`);
 };
 
-const openDatabase = (file: string): Database.Database => {
+const openDatabase = (file: string): { readonly db: Database.Database; readonly lock: InstanceLock } => {
   const refuse = (reason: string, cause: unknown) => new ReadModelsUnavailable(`cannot open read models ${file}: ${reason}`, { cause });
   try {
     accessSync(dirname(file), constants.W_OK | constants.X_OK);
   } catch (error) {
     throw refuse(`the folder ${dirname(file)} is missing or not writable`, error);
   }
+  let lock: InstanceLock;
+  try {
+    lock = holdLockFile(`${file}.lock`);
+  } catch (error) {
+    throw refuse(reasonFor(error), error);
+  }
   let db: Database.Database;
   try {
     db = new Database(file, { timeout: 0 });
   } catch (error) {
+    lock.release();
     throw refuse(reasonFor(error), error);
   }
   try {
-    // Before the first WAL access: the lock is then held from the first write until close.
-    db.pragma('locking_mode = EXCLUSIVE');
     // A read first: a foreign or corrupt file is refused before anything is written to it.
     db.pragma('application_id', { simple: true });
     db.transaction(() => prepareFile(db)).immediate();
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = NORMAL');
-    // NORMAL fsyncs at each WAL checkpoint only: every WAL_PAGES pages, not the default 1000 (a
-    // rebuild of 200k events took twice as long with it, waiting on those fsyncs).
+    // NORMAL fsyncs at each WAL checkpoint only. The checkpointer thread's come first; this
+    // connection's own, every WAL_PAGES pages (not the default 1000: a rebuild of 200k events took
+    // twice as long with it, waiting on those fsyncs), bounds the WAL when that thread lags or is gone.
     db.pragma(`wal_autocheckpoint = ${WAL_PAGES}`);
     db.pragma(`journal_size_limit = ${WAL_PAGES * 4096}`);
     db.pragma(`cache_size = -${CACHE_KIB}`);
-    return db;
+    return { db, lock };
   } catch (error) {
     db.close();
+    lock.release();
     throw error instanceof ReadModelsUnavailable ? refuse(error.message, error) : refuse(reasonFor(error), error);
   }
 };
@@ -179,10 +194,13 @@ const textOrNull = (value: unknown): string | null => (typeof value === 'string'
 export interface SqliteDocumentStores extends DocumentStores {
   /** Commits the open transaction now (tests, and close). */
   commit(): void;
+  /** Resolves once the checkpointer thread has copied every committed page into the file (tests). */
+  checkpointed(): Promise<number>;
 }
 
-export const openSqliteDocumentStores = (options: { readonly file: string; readonly batch?: number }): SqliteDocumentStores => {
-  const db = openDatabase(options.file);
+export const openSqliteDocumentStores = (options: { readonly file: string; readonly batch?: number; readonly checkpointEveryMs?: number }): SqliteDocumentStores => {
+  const { db, lock } = openDatabase(options.file);
+  const checkpointer = startWalCheckpointer(options.file, options.checkpointEveryMs === undefined ? {} : { everyMs: options.checkpointEveryMs });
   const tables = new Map<string, Table>();
   const dirty = new Set<Table>();
   const listeners: (() => void)[] = [];
@@ -357,11 +375,14 @@ export const openSqliteDocumentStores = (options: { readonly file: string; reado
     connected: async () => true,
     onReconnect: (listener) => void listeners.push(listener),
     commit,
+    checkpointed: () => checkpointer.caughtUp(),
     async close() {
       if (closed) return;
       commit();
       closed = true;
+      await checkpointer.stop();
       db.close();
+      lock.release();
     },
   };
 };

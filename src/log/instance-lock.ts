@@ -13,8 +13,8 @@ export interface InstanceLock {
   release(): void;
 }
 
-export const holdInstanceLock = (dataDir: string): InstanceLock => {
-  const file = path.join(dataDir, INSTANCE_LOCK_FILE);
+/** Holds `file` (a small SQLite file of its own) until release; throws SQLite's error (SQLITE_BUSY: held elsewhere). */
+export const holdLockFile = (file: string): InstanceLock => {
   let db: Database.Database | undefined;
   try {
     db = new Database(file, { timeout: 0 });
@@ -27,10 +27,19 @@ export const holdInstanceLock = (dataDir: string): InstanceLock => {
     }).immediate();
   } catch (error) {
     db?.close();
+    throw error;
+  }
+  const held = db;
+  return { release: () => held.close() };
+};
+
+export const holdInstanceLock = (dataDir: string): InstanceLock => {
+  const file = path.join(dataDir, INSTANCE_LOCK_FILE);
+  try {
+    return holdLockFile(file);
+  } catch (error) {
     const code = (error as { code?: unknown }).code;
     const reason = code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED' ? 'it is in use by another process' : (error as Error).message;
     throw new LogUnavailable(`cannot use the data folder ${dataDir}: ${reason} (${file})`, { cause: error });
   }
-  const held = db;
-  return { release: () => held.close() };
 };

@@ -20,6 +20,7 @@ import { exportReader, type ExportQuery, type ExportRow } from './sqlite-export.
 import { groupCommit } from './sqlite-group-commit.js';
 import { rowInserter, type InsertRow } from './sqlite-insert.js';
 import { openLogDatabase } from './sqlite-open.js';
+import { startWalCheckpointer } from '../shared/wal-checkpointer.js';
 import { COLUMNS, filteredReads, metadataText, toRecord, type Row } from './sqlite-rows.js';
 import { commitSignal, foreignCommits, subscribeLoop, type Page } from './sqlite-subscription.js';
 
@@ -67,6 +68,9 @@ export const openSqliteLog = (options: SqliteLogOptions): SqliteEventLog => {
   const db = openLogDatabase(options.file, { shared, busyTimeoutMs, ...(options.durability === undefined ? {} : { durability: options.durability }) });
   const clock = options.clock ?? systemMicros;
   const pageSize = options.pageSize ?? 1000;
+  // A connection whose commits answer requests leaves the WAL's checkpoints to a thread of its own
+  // (its automatic checkpoint stays, as the bound). Exclusive locking admits no second connection.
+  const checkpointer = shared && options.durability !== 'relaxed' ? startWalCheckpointer(options.file) : null;
 
   const statements = {
     byId: db.prepare(`SELECT ${COLUMNS} FROM events WHERE id = ?`).raw(),
@@ -283,6 +287,7 @@ export const openSqliteLog = (options: SqliteLogOptions): SqliteEventLog => {
       await writer.drain();
       await Promise.all([...subscriptions].map((subscription) => subscription.stop()));
       channel?.close();
+      await checkpointer?.stop();
       db.close();
     },
   };

@@ -1,0 +1,54 @@
+// Checkpoints a SQLite WAL database from a thread of its own. SQLite checkpoints automatically on the
+// connection whose commit crossed wal_autocheckpoint, inside that commit: on the main thread, where
+// the log and the read models commit, a checkpoint of tens of MB (copy, then an fsync of the WAL and
+// of the database) stopped every request for 150-250 ms. This thread's connection checkpoints what
+// was committed every `everyMs`, PASSIVE (it never holds the writers' lock or waits for readers), so
+// the WAL starts over from its beginning long before the writers' threshold. The writers keep their
+// automatic checkpoint as the bound: a thread that lags or dies leaves the WAL as large as without
+// it, never larger. A crash at any moment loses nothing committed: a checkpoint copies only committed
+// frames, and SQLite keeps the WAL until the database holds them (the next open replays it).
+// The database must not be in exclusive locking mode (the thread's connection would be refused).
+import { Worker } from 'node:worker_threads';
+
+export interface WalCheckpointer {
+  /** Stops the thread and closes its connection (before the writers' connection closes, so the last one checkpoints and removes the WAL). */
+  stop(): Promise<void>;
+  /** Resolves after a checkpoint begun after the call copied every committed page into the file, with the WAL's frames then (tests). */
+  caughtUp(): Promise<number>;
+  /** The thread itself (tests end it abruptly). */
+  readonly thread: Worker;
+}
+
+/** How often committed frames are checkpointed by default. */
+export const CHECKPOINT_EVERY_MS = 250;
+
+export const startWalCheckpointer = (file: string, options: { readonly everyMs?: number } = {}): WalCheckpointer => {
+  const thread = new Worker(new URL('./wal-checkpointer-thread.mjs', import.meta.url), { workerData: { file, everyMs: options.everyMs ?? CHECKPOINT_EVERY_MS } });
+  // Never keeps the process alive, nor stops it: without this thread the writers' own checkpoints go on.
+  thread.unref();
+  const waiting = new Map<number, (frames: number) => void>();
+  let asked = 0;
+  thread.on('message', (message: { answers: number[]; frames: number } | { failed: string }) => {
+    if ('failed' in message) return console.error(`WAL checkpointer of ${file}: ${message.failed} (the writers' own checkpoints go on)`);
+    for (const n of message.answers) {
+      waiting.get(n)?.(message.frames);
+      waiting.delete(n);
+    }
+  });
+  thread.on('error', (error) => console.error(`WAL checkpointer of ${file} stopped (the writers' own checkpoints go on):`, error));
+  const exited = new Promise<void>((resolve) => thread.once('exit', () => resolve()));
+  return {
+    thread,
+    caughtUp: () =>
+      new Promise((resolve) => {
+        waiting.set(++asked, resolve);
+        thread.postMessage({ ask: asked });
+      }),
+    async stop() {
+      // Referenced again, so that the process waits for its exit.
+      thread.ref();
+      thread.postMessage('stop');
+      await exited;
+    },
+  };
+};

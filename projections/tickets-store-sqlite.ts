@@ -200,7 +200,8 @@ export interface SqliteDocumentStores extends DocumentStores {
 
 export const openSqliteDocumentStores = (options: { readonly file: string; readonly batch?: number; readonly checkpointEveryMs?: number }): SqliteDocumentStores => {
   const { db, lock } = openDatabase(options.file);
-  const checkpointer = startWalCheckpointer(options.file, options.checkpointEveryMs === undefined ? {} : { everyMs: options.checkpointEveryMs });
+  // At a quarter of the connection's own threshold, which stays as the bound.
+  const checkpointer = startWalCheckpointer(options.file, { afterFrames: WAL_PAGES / 4, ...(options.checkpointEveryMs === undefined ? {} : { everyMs: options.checkpointEveryMs }) });
   const tables = new Map<string, Table>();
   const dirty = new Set<Table>();
   const listeners: (() => void)[] = [];

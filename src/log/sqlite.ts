@@ -19,7 +19,7 @@ import {
 import { exportReader, type ExportQuery, type ExportRow } from './sqlite-export.js';
 import { groupCommit } from './sqlite-group-commit.js';
 import { rowInserter, type InsertRow } from './sqlite-insert.js';
-import { openLogDatabase } from './sqlite-open.js';
+import { openLogDatabase, WAL_AUTOCHECKPOINT_PAGES } from './sqlite-open.js';
 import { startWalCheckpointer } from '../shared/wal-checkpointer.js';
 import { COLUMNS, filteredReads, metadataText, toRecord, type Row } from './sqlite-rows.js';
 import { commitSignal, foreignCommits, subscribeLoop, type Page } from './sqlite-subscription.js';
@@ -68,9 +68,9 @@ export const openSqliteLog = (options: SqliteLogOptions): SqliteEventLog => {
   const db = openLogDatabase(options.file, { shared, busyTimeoutMs, ...(options.durability === undefined ? {} : { durability: options.durability }) });
   const clock = options.clock ?? systemMicros;
   const pageSize = options.pageSize ?? 1000;
-  // A connection whose commits answer requests leaves the WAL's checkpoints to a thread of its own
-  // (its automatic checkpoint stays, as the bound). Exclusive locking admits no second connection.
-  const checkpointer = shared && options.durability !== 'relaxed' ? startWalCheckpointer(options.file) : null;
+  // A connection whose commits answer requests leaves the WAL's checkpoints to a thread of its own,
+  // at a quarter of its own threshold, which stays as the bound. Exclusive locking admits no second connection.
+  const checkpointer = shared && options.durability !== 'relaxed' ? startWalCheckpointer(options.file, { afterFrames: WAL_AUTOCHECKPOINT_PAGES / 4 }) : null;
 
   const statements = {
     byId: db.prepare(`SELECT ${COLUMNS} FROM events WHERE id = ?`).raw(),

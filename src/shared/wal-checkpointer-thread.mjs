@@ -9,11 +9,13 @@ import Database from 'better-sqlite3';
 const PASSES = 4;
 /**
  * The WAL-index header (https://www.sqlite.org/walformat.html, "The WAL-Index Format"): mxFrame, the
- * last valid frame, at byte 16, and nBackfill, the frames already copied, at byte 96, both 32-bit in
- * the machine's byte order. Read from the -shm file, they tell the frames a checkpoint would copy.
+ * last valid frame, at byte 16, the WAL's first salt, which changes each time the WAL starts over, at
+ * byte 32, and nBackfill, the frames already copied, at byte 96, all 32-bit in the machine's byte
+ * order. Read from the -shm file, they tell the frames a checkpoint would copy.
  */
 const HEADER_BYTES = 100;
 const MX_FRAME = 16;
+const SALT = 32;
 const N_BACKFILL = 96;
 const u32 = endianness() === 'LE' ? (at) => header.readUInt32LE(at) : (at) => header.readUInt32BE(at);
 
@@ -29,16 +31,15 @@ let asked = [];
 let warned = false;
 /** Since a checkpoint began, until the WAL starts over: every turn copies what came meanwhile. */
 let draining = false;
-let lastFrame = 0;
+let salt = 0;
 
 const checkpoint = () => {
   try {
     // A torn read (a header being rewritten) only moves the decision a turn.
     readSync(shm, header, 0, HEADER_BYTES, 0);
-    const last = u32(MX_FRAME);
-    const waiting = last - u32(N_BACKFILL);
-    if (last < lastFrame) draining = false;
-    lastFrame = last;
+    const waiting = u32(MX_FRAME) - u32(N_BACKFILL);
+    if (u32(SALT) !== salt) draining = false;
+    salt = u32(SALT);
     // A checkpoint begins once `afterFrames` frames wait, not every turn: a page that every commit
     // touches (index pages) is copied and fsynced once per round, not once per turn. The WAL starts
     // over only when a writer begins with every frame copied, so until then each turn copies what

@@ -5,9 +5,9 @@
 // `afterFrames` frames wait to be copied (it looks every `everyMs`), PASSIVE (it never holds the
 // writers' lock or waits for readers), so the WAL starts over long before the writers' threshold.
 // Not every turn: a page that every commit touches would be copied (and fsynced) again each time;
-// measured, that doubled the bytes written per request and slowed the commits' own fsyncs. The writers keep their
-// automatic checkpoint as the bound: a thread that lags or dies leaves the WAL as large as without
-// it, never larger. A crash at any moment loses nothing committed: a checkpoint copies only committed
+// measured, that doubled the bytes written per request and slowed the commits' own fsyncs. The
+// writers keep their automatic checkpoint as the bound: a thread that lags or dies leaves the WAL as
+// large as without it. A crash at any moment loses nothing committed: a checkpoint copies only committed
 // frames, and SQLite keeps the WAL until the database holds them (the next open replays it).
 // The database must not be in exclusive locking mode (the thread's connection would be refused).
 import { Worker } from 'node:worker_threads';

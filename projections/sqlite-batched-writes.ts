@@ -25,6 +25,8 @@ export const batchedWrites = (
      */
     readonly commitAfterMs?: number;
     readonly beforeCommit: () => void;
+    /** After a commit succeeded. */
+    readonly afterCommit?: () => void;
     readonly failed: (error: unknown) => Error;
   },
 ): BatchedWrites => {
@@ -55,7 +57,9 @@ export const batchedWrites = (
       db.exec('COMMIT');
     } catch (error) {
       failed(error);
+      return;
     }
+    options.afterCommit?.();
   };
 
   return {

@@ -45,7 +45,7 @@ import Database from 'better-sqlite3';
 import { ProjectionReset } from '../src/app/projection-runner.js';
 import { createFifoCache, type FifoCache } from '../src/app/fifo-cache.js';
 import { holdLockFile, type InstanceLock } from '../src/log/instance-lock.js';
-import { startWalCheckpointer } from '../src/shared/wal-checkpointer.js';
+import { walCheckpointerOnDemand } from '../src/shared/wal-checkpointer.js';
 import { batchedWrites } from './sqlite-batched-writes.js';
 import { StoreUnavailable, type DocumentProjection, type DocumentStore, type DocumentStores, type EventRef, type ListQuery, type Page } from './tickets-store.js';
 
@@ -201,7 +201,11 @@ export interface SqliteDocumentStores extends DocumentStores {
 export const openSqliteDocumentStores = (options: { readonly file: string; readonly batch?: number; readonly checkpointEveryMs?: number }): SqliteDocumentStores => {
   const { db, lock } = openDatabase(options.file);
   // At a quarter of the connection's own threshold, which stays as the bound.
-  const checkpointer = startWalCheckpointer(options.file, { afterFrames: WAL_PAGES / 4, ...(options.checkpointEveryMs === undefined ? {} : { everyMs: options.checkpointEveryMs }) });
+  const checkpointer = walCheckpointerOnDemand(options.file, {
+    afterFrames: WAL_PAGES / 4,
+    pageBytes: db.pragma('page_size', { simple: true }) as number,
+    ...(options.checkpointEveryMs === undefined ? {} : { everyMs: options.checkpointEveryMs }),
+  });
   const tables = new Map<string, Table>();
   const dirty = new Set<Table>();
   const listeners: (() => void)[] = [];
@@ -239,6 +243,7 @@ export const openSqliteDocumentStores = (options: { readonly file: string; reado
       for (const table of dirty) save.run(table.checkpoint === null ? null : JSON.stringify(table.checkpoint), table.id);
       dirty.clear();
     },
+    afterCommit: () => checkpointer.committed(),
     failed,
   });
 

@@ -20,7 +20,7 @@ import { exportReader, type ExportQuery, type ExportRow } from './sqlite-export.
 import { groupCommit } from './sqlite-group-commit.js';
 import { rowInserter, type InsertRow } from './sqlite-insert.js';
 import { openLogDatabase, WAL_AUTOCHECKPOINT_PAGES } from './sqlite-open.js';
-import { startWalCheckpointer } from '../shared/wal-checkpointer.js';
+import { walCheckpointerOnDemand } from '../shared/wal-checkpointer.js';
 import { COLUMNS, filteredReads, metadataText, toRecord, type Row } from './sqlite-rows.js';
 import { commitSignal, foreignCommits, subscribeLoop, type Page } from './sqlite-subscription.js';
 
@@ -70,7 +70,10 @@ export const openSqliteLog = (options: SqliteLogOptions): SqliteEventLog => {
   const pageSize = options.pageSize ?? 1000;
   // A connection whose commits answer requests leaves the WAL's checkpoints to a thread of its own,
   // at a quarter of its own threshold, which stays as the bound. Exclusive locking admits no second connection.
-  const checkpointer = shared && options.durability !== 'relaxed' ? startWalCheckpointer(options.file, { afterFrames: WAL_AUTOCHECKPOINT_PAGES / 4 }) : null;
+  const checkpointer =
+    shared && options.durability !== 'relaxed'
+      ? walCheckpointerOnDemand(options.file, { afterFrames: WAL_AUTOCHECKPOINT_PAGES / 4, pageBytes: db.pragma('page_size', { simple: true }) as number })
+      : null;
 
   const statements = {
     byId: db.prepare(`SELECT ${COLUMNS} FROM events WHERE id = ?`).raw(),
@@ -112,6 +115,7 @@ export const openSqliteLog = (options: SqliteLogOptions): SqliteEventLog => {
   const writer = groupCommit(db, {
     beforeCommit: () => stagedOffsets.forEach((offset, ws) => statements.saveOffset.run(ws, offset)),
     afterCommit: () => {
+      checkpointer?.committed();
       stagedOffsets = new Map();
       commits.notify();
       announce?.postMessage(null);

@@ -10,6 +10,7 @@
 // large as without it. A crash at any moment loses nothing committed: a checkpoint copies only committed
 // frames, and SQLite keeps the WAL until the database holds them (the next open replays it).
 // The database must not be in exclusive locking mode (the thread's connection would be refused).
+import { statSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 
 export interface WalCheckpointer {
@@ -30,7 +31,8 @@ export interface WalCheckpointerOptions {
 
 export const startWalCheckpointer = (file: string, options: WalCheckpointerOptions): WalCheckpointer => {
   const workerData = { file, afterFrames: options.afterFrames, everyMs: options.everyMs ?? 100 };
-  const thread = new Worker(new URL('./wal-checkpointer-thread.mjs', import.meta.url), { workerData });
+  // No execArgv: the parent's --import tsx would load tsx into this thread too (some 200 ms of CPU).
+  const thread = new Worker(new URL('./wal-checkpointer-thread.mjs', import.meta.url), { workerData, execArgv: [] });
   // Never keeps the process alive, nor stops it: without this thread the writers' own checkpoints go on.
   thread.unref();
   const waiting = new Map<number, (frames: number) => void>();
@@ -57,5 +59,36 @@ export const startWalCheckpointer = (file: string, options: WalCheckpointerOptio
       thread.postMessage('stop');
       await exited;
     },
+  };
+};
+
+export interface OnDemandCheckpointer {
+  /** After each commit of the writers' connection: starts the thread once the WAL has grown to half the first checkpoint's size. */
+  committed(): void;
+  /** Starts the thread if need be, then as WalCheckpointer.caughtUp (tests). */
+  caughtUp(): Promise<number>;
+  stop(): Promise<void>;
+}
+
+/**
+ * A checkpointer whose thread starts only once the WAL nears its first checkpoint: a database that
+ * never gets there (a short run, most test servers) pays no thread. The WAL file keeps its largest
+ * size, so a look is one stat per commit until then, and nothing after.
+ */
+export const walCheckpointerOnDemand = (file: string, options: WalCheckpointerOptions & { readonly pageBytes: number }): OnDemandCheckpointer => {
+  let started: WalCheckpointer | null = null;
+  const start = (): WalCheckpointer => (started ??= startWalCheckpointer(file, options));
+  const startAt = (options.afterFrames * options.pageBytes) / 2;
+  return {
+    committed() {
+      if (started !== null) return;
+      try {
+        if (statSync(`${file}-wal`).size >= startAt) start();
+      } catch {
+        // No WAL file (yet): nothing to checkpoint.
+      }
+    },
+    caughtUp: () => start().caughtUp(),
+    stop: async () => started?.stop(),
   };
 };

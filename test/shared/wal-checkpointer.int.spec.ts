@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import Database from 'better-sqlite3';
 import { expect } from 'chai';
-import { startWalCheckpointer } from '../../src/shared/wal-checkpointer.js';
+import { startWalCheckpointer, walCheckpointerOnDemand } from '../../src/shared/wal-checkpointer.js';
 
 const PAGE = 4096;
 
@@ -47,6 +47,29 @@ describe('WAL checkpointer thread', () => {
       expect(db.prepare('SELECT count(*) FROM rows').pluck().get()).to.equal(1_500);
     } finally {
       await checkpointer.stop();
+      db.close();
+    }
+  });
+
+  it('on demand, starts its thread once the WAL nears the first checkpoint, and stops at once when it never did', async () => {
+    const idle = writer(0);
+    const never = walCheckpointerOnDemand(idle.file, { afterFrames: 200, pageBytes: PAGE, everyMs: 5 });
+    idle.write(10);
+    never.committed();
+    await never.stop();
+    idle.db.close();
+
+    const { file, db, write } = writer(0);
+    const onDemand = walCheckpointerOnDemand(file, { afterFrames: 200, pageBytes: PAGE, everyMs: 5 });
+    try {
+      for (let i = 0; i < 300; i++) {
+        write(1);
+        onDemand.committed();
+      }
+      // Unasked: the thread it started saw more than 200 frames waiting.
+      while (statSync(file).size < 300 * PAGE) await new Promise((resolve) => setTimeout(resolve, 5));
+    } finally {
+      await onDemand.stop();
       db.close();
     }
   });

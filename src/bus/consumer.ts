@@ -123,7 +123,7 @@ export const createBusConsumer = (options: BusConsumerOptions): BusConsumer => {
       const stopping = consumer;
       consumer = null;
       // While the broker is away kafkajs's disconnect waits out the client's retries (a dispatcher's
-      // last its session timeout): a stop goes on after STOP_WAIT_MS and leaves it to finish alone.
+      // last a minute): a stop goes on after STOP_WAIT_MS and leaves it to finish alone.
       if (stopping !== null) await succeedsWithin(stopping.disconnect(), STOP_WAIT_MS);
     },
   };

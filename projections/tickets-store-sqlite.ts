@@ -172,7 +172,7 @@ interface Table {
   checkpoint: EventRef | null | undefined;
   readonly statements: Map<string, Database.Statement>;
   /** The documents applied last, as written (this connection alone writes the file); emptied by a rollback. */
-  recent: FifoCache<Written>;
+  readonly recent: FifoCache<Written>;
 }
 
 /** A document as its row holds it: `ord` names the row. */
@@ -225,7 +225,7 @@ export const openSqliteDocumentStores = (options: { readonly file: string; reado
     dirty.clear();
     for (const table of tables.values()) {
       table.checkpoint = undefined;
-      table.recent = createFifoCache(RECENT_DOCUMENTS);
+      table.recent.clear();
     }
     generation += 1;
     broken = { error, at: Date.now() };
@@ -359,7 +359,7 @@ export const openSqliteDocumentStores = (options: { readonly file: string; reado
       async clear() {
         write(() => {
           statement(table, 'DELETE FROM $t').run();
-          table.recent = createFifoCache(RECENT_DOCUMENTS);
+          table.recent.clear();
           table.checkpoint = null;
           dirty.add(table);
         });

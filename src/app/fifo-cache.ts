@@ -5,6 +5,7 @@ export interface FifoCache<V> {
   get(key: string): V | undefined;
   set(key: string, value: V): void;
   delete(key: string): void;
+  clear(): void;
 }
 
 export const createFifoCache = <V>(capacity: number): FifoCache<V> => {
@@ -23,5 +24,10 @@ export const createFifoCache = <V>(capacity: number): FifoCache<V> => {
       entries.set(key, value);
     },
     delete: (key) => void entries.delete(key),
+    clear() {
+      entries.clear();
+      order.fill(undefined);
+      oldest = 0;
+    },
   };
 };

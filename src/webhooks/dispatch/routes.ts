@@ -126,7 +126,6 @@ export const deliveryView = (d: Delivery): t.TypeOf<typeof DeliveryView> => ({
 /** Manual retry of a failed or cancelled delivery: a new round of attempts, the first one now. Null when there is no such delivery (or it is past retention). */
 export type RetryDelivery = (subscription: SubscriptionRow, deliveryId: string) => Promise<Either<DomainError, Delivery> | null>;
 
-/** `retry`: a request recorded in the log for the dispatchers (history.ts). */
 /** The subscription of the path's :webhook_id in the caller's workspace; 404 for any other. */
 export const webhookOfPath = (subscriptions: SubscriptionDirectory, ctx: ApiContext): SubscriptionRow => {
   const row = subscriptions.get(ctx.state.workspace.id, String(ctx.params['webhook_id']));
@@ -134,6 +133,7 @@ export const webhookOfPath = (subscriptions: SubscriptionDirectory, ctx: ApiCont
   return row;
 };
 
+/** `retry`: a request recorded in the log for the dispatchers (history.ts). */
 export const deliveryRoutes = (deps: { history: DeliveryHistoryReader; subscriptions: SubscriptionDirectory; retry: RetryDelivery }): RouteModule => {
   const subscriptionOf = (ctx: ApiContext): SubscriptionRow => webhookOfPath(deps.subscriptions, ctx);
 

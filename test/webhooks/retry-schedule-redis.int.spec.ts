@@ -24,7 +24,7 @@ const redisPair = async (url: string) => {
       admin.disconnect();
     }
   };
-  return { schedule, other, lose, teardown: () => Promise.all([schedule.close(), other.close()]).then(() => undefined) };
+  return { schedule, other, keyPrefix, lose, teardown: () => Promise.all([schedule.close(), other.close()]).then(() => undefined) };
 };
 
 // The reference adapter runs the same contract, so the contract is known to describe the port.
@@ -73,6 +73,30 @@ retryScheduleContract('redis', redisUrl ? () => redisPair(redisUrl) : null, { pr
     await pair.other.offer({ deliveryId: 'd', subscriptionId: 's', dueAt: 250, round: 2 });
     await pair.schedule.remove('d', 1);
     expect(await pair.other.takeDue(300, 10, unlimited)).to.deep.equal([{ deliveryId: 'd', subscriptionId: 's', dueAt: 250, round: 2 }]);
+  });
+
+  it('takes an entry stored before retries had their own lane as a first attempt, owned by nobody (an upgrade meets it)', async () => {
+    await pair.schedule.remove('d');
+    const admin = new Redis(redisUrl as string);
+    try {
+      const tag = `{${pair.keyPrefix}retry}`;
+      // What the previous release wrote: "dueAt subscriptionId round owner", in the subscription's one lane.
+      await admin.hset(`${tag}:entries`, 'old', '100 s 1 someowner');
+      await admin.zadd(`${tag}:lane:s`, 100, 'old');
+      await admin.zadd(`${tag}:lanes`, 100, 's');
+    } finally {
+      admin.disconnect();
+    }
+    await pair.schedule.put({ deliveryId: 'new', subscriptionId: 's', dueAt: 150, round: 1, retry: true });
+    expect(await pair.schedule.takeDue(200, 10, unlimited)).to.deep.equal([
+      { deliveryId: 'new', subscriptionId: 's', dueAt: 150, round: 1, retry: true, ownPut: true },
+      { deliveryId: 'old', subscriptionId: 's', dueAt: 100, round: 1 },
+    ]);
+    // Its lease runs out: it goes back to the lane of first attempts, and is taken again.
+    expect(await pair.other.takeDue(200 + LEASE_US, 10, unlimited)).to.deep.equal([
+      { deliveryId: 'new', subscriptionId: 's', dueAt: 150, round: 1, retry: true },
+      { deliveryId: 'old', subscriptionId: 's', dueAt: 100, round: 1 },
+    ]);
   });
 
   it("marks a claim of the taker's own put, and no other", async () => {

@@ -39,6 +39,51 @@ export const retryScheduleContract = (name: string, factory: (() => Promise<Retr
       expect(ids(await schedule.takeDue(now + 50, 10, unlimited))).to.deep.equal(['late']);
     });
 
+    it("takes a subscription's due retries before its first attempts, even those due earlier; a retry not due yet waits", async () => {
+      const { schedule } = fixture;
+      await schedule.put({ deliveryId: 'f1', subscriptionId: 's', dueAt: 10, round: 1 });
+      await schedule.put({ deliveryId: 'f2', subscriptionId: 's', dueAt: 20, round: 1 });
+      await schedule.put({ deliveryId: 'r1', subscriptionId: 's', dueAt: 30, round: 1, retry: true });
+      await schedule.put({ deliveryId: 'r2', subscriptionId: 's', dueAt: 60, round: 2, retry: true });
+      await schedule.offer({ deliveryId: 'g', subscriptionId: 't', dueAt: 5, round: 1, retry: true });
+      expect(await schedule.nextDueAt()).to.equal(5);
+      // Earliest subscription first (t at 5, s at 10); within s the due retry, then its earliest first attempt.
+      expect(unmarked(await schedule.takeDue(40, 10, () => 2))).to.deep.equal([
+        { deliveryId: 'g', subscriptionId: 't', dueAt: 5, round: 1, retry: true },
+        { deliveryId: 'r1', subscriptionId: 's', dueAt: 30, round: 1, retry: true },
+        { deliveryId: 'f1', subscriptionId: 's', dueAt: 10, round: 1 },
+      ]);
+      expect(await schedule.nextDueAt()).to.equal(20);
+      expect(ids(await schedule.takeDue(40, 10, unlimited))).to.deep.equal(['f2']);
+      expect(await schedule.nextDueAt()).to.equal(60);
+      // Put again as a first attempt (a later round's), the delivery leaves the retries.
+      await schedule.put({ deliveryId: 'r2', subscriptionId: 's', dueAt: 50, round: 3 });
+      expect(unmarked(await schedule.takeDue(55, 10, unlimited))).to.deep.equal([{ deliveryId: 'r2', subscriptionId: 's', dueAt: 50, round: 3 }]);
+      expect(await schedule.size()).to.equal(0);
+    });
+
+    it('serves a subscription with a retry due before the others when the room is shared (a workspace full of first attempts)', async () => {
+      const { schedule } = fixture;
+      await schedule.put({ deliveryId: 'a1', subscriptionId: 's', dueAt: 10, round: 1 });
+      await schedule.put({ deliveryId: 'a2', subscriptionId: 's', dueAt: 11, round: 1 });
+      await schedule.put({ deliveryId: 'b1', subscriptionId: 't', dueAt: 12, round: 1 });
+      await schedule.put({ deliveryId: 'r', subscriptionId: 't', dueAt: 20, round: 1, retry: true });
+      await schedule.put({ deliveryId: 'later', subscriptionId: 'u', dueAt: 90, round: 1, retry: true });
+      /** One slot for the whole take, granted to the first subscription asked. */
+      const oneSlot = () => {
+        let left = 1;
+        return () => {
+          const granted = left;
+          left = 0;
+          return granted;
+        };
+      };
+      expect(ids(await schedule.takeDue(30, 10, oneSlot()))).to.deep.equal(['r']);
+      expect(ids(await schedule.takeDue(30, 10, oneSlot()))).to.deep.equal(['a1']);
+      expect(ids(await schedule.takeDue(30, 10, unlimited))).to.deep.equal(['a2', 'b1']);
+      expect(await schedule.nextDueAt()).to.equal(90);
+    });
+
     it('moves an entry put again and drops a removed one', async () => {
       const { schedule } = fixture;
       await schedule.put({ deliveryId: 'a', subscriptionId: 's', dueAt: 10, round: 1 });
@@ -124,6 +169,7 @@ export const retryScheduleContract = (name: string, factory: (() => Promise<Retr
               due: fc.integer({ min: 0, max: 100 }),
               round: fc.integer({ min: 1, max: 3 }),
               op: fc.constantFrom('put', 'offer', 'remove', 'remove-round'),
+              retry: fc.boolean(),
             }),
             { maxLength: 60 },
           ),
@@ -131,7 +177,7 @@ export const retryScheduleContract = (name: string, factory: (() => Promise<Retr
           async (ops, room) => {
             const { schedule, teardown } = await factory();
             try {
-              const expected = new Map<string, { due: number; round: number }>();
+              const expected = new Map<string, { due: number; round: number; retry: boolean; sub: string }>();
               for (const op of ops) {
                 const id = `d${op.id}`;
                 const known = expected.get(id);
@@ -143,9 +189,10 @@ export const retryScheduleContract = (name: string, factory: (() => Promise<Retr
                   // An entry of a later round stays.
                   if ((known?.round ?? 0) <= op.round) expected.delete(id);
                 } else {
-                  await schedule[op.op]({ deliveryId: id, subscriptionId: `s${op.id % 4}`, dueAt: op.due, round: op.round });
+                  const sub = `s${op.id % 4}`;
+                  await schedule[op.op]({ deliveryId: id, subscriptionId: sub, dueAt: op.due, round: op.round, ...(op.retry ? { retry: true } : {}) });
                   // An offer adds only what is not there in the same or a later round.
-                  if (op.op === 'put' || (known?.round ?? 0) < op.round) expected.set(id, { due: op.due, round: op.round });
+                  if (op.op === 'put' || (known?.round ?? 0) < op.round) expected.set(id, { due: op.due, round: op.round, retry: op.retry, sub });
                 }
               }
               const taken: string[] = [];
@@ -155,7 +202,15 @@ export const retryScheduleContract = (name: string, factory: (() => Promise<Retr
                   batch.forEach((e) => {
                     expect(e.dueAt).to.be.at.most(now).and.equal(expected.get(e.deliveryId)?.due);
                     expect(e.round).to.equal(expected.get(e.deliveryId)?.round);
+                    expect(e.retry === true).to.equal(expected.get(e.deliveryId)?.retry);
                   });
+                  const left = [...expected].filter(([id]) => !taken.includes(id) && !ids(batch).includes(id));
+                  for (const e of batch.filter((b) => b.retry !== true)) {
+                    expect(
+                      left.filter(([, x]) => x.sub === e.subscriptionId && x.retry && x.due <= now),
+                      'a first attempt is never taken while a retry of its subscription is due',
+                    ).to.deep.equal([]);
+                  }
                   taken.push(...ids(batch));
                   if (batch.length === 0) break;
                 }

@@ -132,6 +132,15 @@ const attemptKind = (delivery: Delivery, attempt: number): AttemptKind => {
   return delivery.replayId === null ? 'first' : 'replay';
 };
 
+/** The schedule's entry for the delivery's next attempt, due at `dueAt`; a retry is taken before first attempts. */
+const dueAttempt = (delivery: Delivery, dueAt: number): DueAttempt => ({
+  deliveryId: delivery.id,
+  subscriptionId: delivery.subscriptionId,
+  dueAt,
+  round: delivery.round,
+  ...(attemptKind(delivery, delivery.attempt + 1) === 'retry' ? { retry: true } : {}),
+});
+
 const decided = (command: DeliveryCommand, state: Delivery | null): readonly Decided[] => {
   const result = deliveryAggregate.decide(command, state);
   if (result._tag === 'Left') throw new Error(`delivery ${state?.id ?? '?'}: ${result.left.message}`);
@@ -194,7 +203,7 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
       // Before the put: the claim of it may come at once.
       if (how === 'put') ownPuts.keep(p.delivery.id, p);
     }
-    await schedule[how]({ deliveryId: p.delivery.id, subscriptionId: p.delivery.subscriptionId, dueAt, round: p.delivery.round });
+    await schedule[how](dueAttempt(p.delivery, dueAt));
     pump.kick();
   };
 
@@ -401,7 +410,7 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
   const reseed = async (store: SharedRetrySchedule): Promise<void> => {
     const waiting = (await records.waiting()).flatMap(({ delivery, workspaceId }) =>
       delivery.nextAttemptAt !== null && subscriptions.get(workspaceId, delivery.subscriptionId) !== undefined
-        ? [{ deliveryId: delivery.id, subscriptionId: delivery.subscriptionId, dueAt: delivery.nextAttemptAt, round: delivery.round }]
+        ? [dueAttempt(delivery, delivery.nextAttemptAt)]
         : [],
     );
     console.warn(`retry schedule lost (Redis restarted without persistence?): re-seeding ${waiting.length} waiting deliveries from the log`);

@@ -15,6 +15,12 @@ export interface DueAttempt {
    */
   readonly round: number;
   /**
+   * Set on a later attempt, or a manual retry's first: the delivery's next_attempt_at, which the API
+   * shows. Within its subscription it is taken before the first attempts due (even those due before
+   * it): a backlog of new events must not make announced retries late, and retries are few beside them.
+   */
+  readonly retry?: true;
+  /**
    * Set by a shared schedule on an entry taken by the process that put it, and claimed by no other
    * since (an offer, or a lease run out, clears it): the delivery is as that process left it.
    */
@@ -35,9 +41,10 @@ export interface RetrySchedule {
   /** Drops the delivery's entry; with `round`, only an entry of that round or an earlier one (a later round offered meanwhile stays). */
   remove(deliveryId: string, round?: number): Promise<void>;
   /**
-   * Removes and returns up to `limit` entries due at `now`, earliest first within a subscription,
-   * and at most `room(subscriptionId)` entries of each subscription. `room` is asked at most once per
-   * subscription and take, so the caller may count what it grants (per workspace, say).
+   * Removes and returns up to `limit` entries due at `now`: within a subscription its retries before
+   * its first attempts, each earliest first, and at most `room(subscriptionId)` entries of each
+   * subscription. `room` is asked at most once per subscription and take, so the caller may count
+   * what it grants (per workspace, say).
    */
   takeDue(now: number, limit: number, room: (subscriptionId: string) => number): Promise<DueAttempt[]>;
   /** The earliest due time (µs), or null when nothing is scheduled. */

@@ -1,7 +1,9 @@
-// The embedded RetrySchedule: a heap of due attempts per subscription and a heap of subscriptions by
-// their earliest due attempt. Removal and moves are lazy: a heap item whose version is no longer the
-// delivery's current one is skipped when it surfaces. There are no claims: the one dispatcher that
-// takes an entry holds the delivery itself until it is settled, so an offer after the take adds it again.
+// The embedded RetrySchedule: two heaps of due attempts per subscription (its retries, its first
+// attempts) and two heaps of subscriptions, by their earliest retry and by their earliest attempt of
+// either kind. A take serves the subscriptions with a retry due first. Removal and moves are lazy: a
+// heap item whose version is no longer the delivery's current one is skipped when it surfaces. There
+// are no claims: the one dispatcher that takes an entry holds the delivery itself until it is
+// settled, so an offer after the take adds it again.
 import type { DueAttempt, RetrySchedule } from '../retry-schedule.js';
 import { createHeap, type Heap } from './heap.js';
 
@@ -11,56 +13,101 @@ interface Item {
 }
 
 interface Lane {
-  readonly heap: Heap<Item>;
-  /** The key under which this lane sits in the index, or null when it is not indexed. */
-  indexedAt: number | null;
+  readonly retries: Heap<Item>;
+  readonly firsts: Heap<Item>;
+}
+
+/** Subscriptions by a due time of theirs, indexed lazily: an item whose key is no longer the lane's is dropped when it surfaces. */
+interface LaneIndex {
+  /** Indexes the lane under its current key, unless it already sits at that key or an earlier one. */
+  reindex(subscriptionId: string, lane: Lane): void;
+  /** The earliest lane whose key is current, dropping or re-keying stale items on the way. */
+  first(): { readonly subscriptionId: string; readonly dueAt: number; readonly lane: Lane } | undefined;
+  /** Takes the lane `first` gave out of the index (until its next reindex). */
+  pop(subscriptionId: string): void;
+  forget(subscriptionId: string): void;
 }
 
 export const createMemoryRetrySchedule = (): RetrySchedule => {
   const current = new Map<string, { readonly version: number; readonly round: number }>(); // deliveryId → its live item
   const lanes = new Map<string, Lane>();
-  const index = createHeap<{ readonly subscriptionId: string; readonly dueAt: number }>((a, b) => a.dueAt < b.dueAt);
   let versions = 0;
+  const earlier = (a: Item, b: Item): boolean => a.entry.dueAt < b.entry.dueAt || (a.entry.dueAt === b.entry.dueAt && a.version < b.version);
 
   const live = (item: Item): boolean => current.get(item.entry.deliveryId)?.version === item.version;
 
-  /** The lane's earliest live item, dropping stale ones on the way. */
-  const head = (lane: Lane): Item | undefined => {
-    let top = lane.heap.peek();
+  /** The heap's earliest live item, dropping stale ones on the way. */
+  const liveTop = (heap: Heap<Item>): Item | undefined => {
+    let top = heap.peek();
     while (top !== undefined && !live(top)) {
-      lane.heap.pop();
-      top = lane.heap.peek();
+      heap.pop();
+      top = heap.peek();
     }
     return top;
   };
 
-  const reindex = (subscriptionId: string, lane: Lane): void => {
-    const top = head(lane);
-    if (top === undefined) {
-      lanes.delete(subscriptionId);
-      return;
-    }
-    if (lane.indexedAt !== null && lane.indexedAt <= top.entry.dueAt) return;
-    lane.indexedAt = top.entry.dueAt;
-    index.push({ subscriptionId, dueAt: top.entry.dueAt });
+  /** The lane's earliest live item of either kind. */
+  const head = (lane: Lane): Item | undefined => {
+    const [retry, first] = [liveTop(lane.retries), liveTop(lane.firsts)];
+    return retry === undefined || (first !== undefined && first.entry.dueAt < retry.entry.dueAt) ? first : retry;
   };
 
-  /** The index's earliest live lane entry, dropping stale ones on the way. */
-  const firstLane = (): { subscriptionId: string; dueAt: number; lane: Lane } | undefined => {
-    for (let top = index.peek(); top !== undefined; top = index.peek()) {
-      const lane = lanes.get(top.subscriptionId);
-      if (lane !== undefined && lane.indexedAt === top.dueAt) {
-        const first = head(lane);
-        if (first !== undefined && first.entry.dueAt === top.dueAt) return { ...top, lane };
-        // The lane's head moved later (its earliest item was removed): index it again under its new key.
-        index.pop();
-        lane.indexedAt = null;
-        reindex(top.subscriptionId, lane);
-        continue;
-      }
-      index.pop();
+  /** The lane's next item to take at `now`: a due retry, else a due first attempt. */
+  const nextDue = (lane: Lane, now: number): { item: Item; heap: Heap<Item> } | undefined => {
+    for (const heap of [lane.retries, lane.firsts]) {
+      const top = liveTop(heap);
+      if (top !== undefined && top.entry.dueAt <= now) return { item: top, heap };
     }
     return undefined;
+  };
+
+  const laneIndex = (earliest: (lane: Lane) => Item | undefined): LaneIndex => {
+    const heap = createHeap<{ readonly subscriptionId: string; readonly dueAt: number }>((a, b) => a.dueAt < b.dueAt);
+    const keys = new Map<string, number>(); // subscriptionId → the key its current item sits under
+    const reindex = (subscriptionId: string, lane: Lane): void => {
+      const top = earliest(lane);
+      if (top === undefined) return void keys.delete(subscriptionId);
+      const key = keys.get(subscriptionId);
+      if (key !== undefined && key <= top.entry.dueAt) return;
+      keys.set(subscriptionId, top.entry.dueAt);
+      heap.push({ subscriptionId, dueAt: top.entry.dueAt });
+    };
+    return {
+      reindex,
+      first() {
+        for (let top = heap.peek(); top !== undefined; top = heap.peek()) {
+          const lane = lanes.get(top.subscriptionId);
+          if (lane !== undefined && keys.get(top.subscriptionId) === top.dueAt) {
+            if (earliest(lane)?.entry.dueAt === top.dueAt) return { ...top, lane };
+            // The lane's earliest moved later (it was removed or taken): index it again under its new key.
+            heap.pop();
+            keys.delete(top.subscriptionId);
+            reindex(top.subscriptionId, lane);
+            continue;
+          }
+          heap.pop();
+        }
+        return undefined;
+      },
+      pop(subscriptionId) {
+        heap.pop();
+        keys.delete(subscriptionId);
+      },
+      forget: (subscriptionId) => void keys.delete(subscriptionId),
+    };
+  };
+  const byRetry = laneIndex((lane) => liveTop(lane.retries));
+  const byHead = laneIndex(head);
+
+  const reindex = (subscriptionId: string, lane: Lane): void => {
+    if (head(lane) === undefined) {
+      lanes.delete(subscriptionId);
+      byRetry.forget(subscriptionId);
+      byHead.forget(subscriptionId);
+      return;
+    }
+    byRetry.reindex(subscriptionId, lane);
+    byHead.reindex(subscriptionId, lane);
   };
 
   const put = (entry: DueAttempt): void => {
@@ -68,10 +115,10 @@ export const createMemoryRetrySchedule = (): RetrySchedule => {
     current.set(entry.deliveryId, { version, round: entry.round });
     let lane = lanes.get(entry.subscriptionId);
     if (lane === undefined) {
-      lane = { heap: createHeap<Item>((a, b) => a.entry.dueAt < b.entry.dueAt || (a.entry.dueAt === b.entry.dueAt && a.version < b.version)), indexedAt: null };
+      lane = { retries: createHeap<Item>(earlier), firsts: createHeap<Item>(earlier) };
       lanes.set(entry.subscriptionId, lane);
     }
-    lane.heap.push({ entry, version });
+    (entry.retry === true ? lane.retries : lane.firsts).push({ entry, version });
     reindex(entry.subscriptionId, lane);
   };
 
@@ -86,29 +133,32 @@ export const createMemoryRetrySchedule = (): RetrySchedule => {
     },
     takeDue: async (now, limit, room) => {
       const taken: DueAttempt[] = [];
-      const visited: string[] = [];
-      while (taken.length < limit) {
-        const first = firstLane();
-        if (first === undefined || first.dueAt > now) break;
-        index.pop();
-        first.lane.indexedAt = null;
-        visited.push(first.subscriptionId);
-        for (let left = room(first.subscriptionId); left > 0 && taken.length < limit; left--) {
-          const top = head(first.lane);
-          if (top === undefined || top.entry.dueAt > now) break;
-          first.lane.heap.pop();
-          current.delete(top.entry.deliveryId);
-          taken.push(top.entry);
+      const visited = new Set<string>();
+      // Subscriptions with a retry due first: when the room (a workspace's, say) is short, retries get it.
+      for (const index of [byRetry, byHead]) {
+        while (taken.length < limit) {
+          const first = index.first();
+          if (first === undefined || first.dueAt > now) break;
+          index.pop(first.subscriptionId);
+          if (visited.has(first.subscriptionId)) continue;
+          visited.add(first.subscriptionId);
+          for (let left = room(first.subscriptionId); left > 0 && taken.length < limit; left--) {
+            const next = nextDue(first.lane, now);
+            if (next === undefined) break;
+            next.heap.pop();
+            current.delete(next.item.entry.deliveryId);
+            taken.push(next.item.entry);
+          }
         }
       }
-      // Lanes skipped for lack of room go back into the index only now, so each is visited once.
+      // Lanes skipped for lack of room go back into the indexes only now, so each is visited once.
       for (const subscriptionId of visited) {
         const lane = lanes.get(subscriptionId);
         if (lane !== undefined) reindex(subscriptionId, lane);
       }
       return taken;
     },
-    nextDueAt: async () => firstLane()?.dueAt ?? null,
+    nextDueAt: async () => byHead.first()?.dueAt ?? null,
     size: async () => current.size,
   };
 };

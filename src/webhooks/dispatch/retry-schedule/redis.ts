@@ -1,5 +1,6 @@
-// The distributed RetrySchedule, shared by every dispatcher: a sorted set of due attempts per
-// subscription (a "lane") and a sorted set of lanes by their earliest due time. takeDue claims
+// The distributed RetrySchedule, shared by every dispatcher: two sorted sets of due attempts per
+// subscription (its "lane" of first attempts and its retries, taken first when due) and two sorted
+// sets of subscriptions, by their earliest due time and by their earliest retry (served first). takeDue claims
 // entries atomically (one Lua script), so each is handed to exactly one dispatcher, and keeps them
 // in a claimed set with a lease: put() (the next attempt) or remove() (done) settles a claim; a
 // claim still unsettled when its lease runs out (its dispatcher died mid-attempt) is offered again
@@ -16,34 +17,42 @@ import { createRedisClient, redisReady } from '../../../shared/redis.js';
 import { randomId } from '../../../shared/ids.js';
 import type { DueAttempt, SharedRetrySchedule } from '../retry-schedule.js';
 
-// KEYS: entries (hash id → "dueAt subscriptionId round[ owner]"), lanes (zset), claimed (zset id → lease end),
-// epoch (string); ARGV[1]: the prefix of lane keys. Lane keys share the hash tag of the others (one
-// cluster slot).
+// KEYS: entries (hash id → "dueAt subscriptionId round kind[ owner]"), lanes (zset), claimed (zset id →
+// lease end), epoch (string); ARGV[1]: the prefix of the other keys (per subscription, and the
+// subscriptions by retry), which share the hash tag of these (one cluster slot).
 const PRELUDE = `
-local entries, lanes, claimed, epochKey, lanePrefix = KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1]
-local function lane(sub) return lanePrefix .. sub end
--- An entry is "dueAt subscriptionId round", then " owner" when put by its owner.
+local entries, lanes, claimed, epochKey, prefix = KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1]
+local function lane(sub, retry) return prefix .. (retry and 'retries:' or 'lane:') .. sub end
+local retryLanes = prefix .. 'retrylanes'
+-- An entry is "dueAt subscriptionId round kind", kind r (a retry) or f, then " owner" when put by its
+-- owner. One written before kinds existed has its owner (or nothing) in the kind's place: a first attempt.
 local function split(v)
   local a = string.find(v, ' ', 1, true)
   local b = string.find(v, ' ', a + 1, true)
   local c = string.find(v, ' ', b + 1, true)
-  return string.sub(v, 1, a - 1), string.sub(v, a + 1, b - 1), tonumber(string.sub(v, b + 1, c and c - 1))
+  local d = c and string.find(v, ' ', c + 1, true)
+  return string.sub(v, 1, a - 1), string.sub(v, a + 1, b - 1), tonumber(string.sub(v, b + 1, c and c - 1)), c ~= nil and string.sub(v, c + 1, d and d - 1) == 'r'
+end
+local function earliest(key)
+  return redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')[2]
 end
 local function reindex(sub)
-  local head = redis.call('ZRANGE', lane(sub), 0, 0, 'WITHSCORES')
-  if head[1] then redis.call('ZADD', lanes, head[2], sub) else redis.call('ZREM', lanes, sub) end
+  local first, retry = earliest(lane(sub, false)), earliest(lane(sub, true))
+  local head = (first and retry) and (tonumber(retry) < tonumber(first) and retry or first) or first or retry
+  if head then redis.call('ZADD', lanes, head, sub) else redis.call('ZREM', lanes, sub) end
+  if retry then redis.call('ZADD', retryLanes, retry, sub) else redis.call('ZREM', retryLanes, sub) end
 end
 local function unschedule(id)
   local v = redis.call('HGET', entries, id)
   if v then
-    local _, sub = split(v)
-    if redis.call('ZREM', lane(sub), id) == 1 then reindex(sub) end
+    local _, sub, _, retry = split(v)
+    if redis.call('ZREM', lane(sub, retry), id) == 1 then reindex(sub) end
   end
   redis.call('ZREM', claimed, id)
 end
-local function schedule(id, sub, due, round, owner)
-  redis.call('HSET', entries, id, due .. ' ' .. sub .. ' ' .. round .. (owner and ' ' .. owner or ''))
-  redis.call('ZADD', lane(sub), due, id)
+local function schedule(id, sub, due, round, retry, owner)
+  redis.call('HSET', entries, id, due .. ' ' .. sub .. ' ' .. round .. (retry and ' r' or ' f') .. (owner and ' ' .. owner or ''))
+  redis.call('ZADD', lane(sub, retry), due, id)
   reindex(sub)
 end
 local function epoch(candidate)
@@ -55,11 +64,11 @@ end
 `;
 
 const SCRIPTS = {
-  // ARGV: prefix, id, subscriptionId, dueAt, round, owner
+  // ARGV: prefix, id, subscriptionId, dueAt, round, kind, owner
   retryPut: `
 unschedule(ARGV[2])
-schedule(ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6])`,
-  // ARGV: prefix, id, subscriptionId, dueAt, round. An entry of this round or a later one stays, scheduled or claimed.
+schedule(ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6] == 'r', ARGV[7])`,
+  // ARGV: prefix, id, subscriptionId, dueAt, round, kind. An entry of this round or a later one stays, scheduled or claimed.
   retryOffer: `
 local v = redis.call('HGET', entries, ARGV[2])
 if v then
@@ -67,7 +76,7 @@ if v then
   if round >= tonumber(ARGV[5]) then return end
   unschedule(ARGV[2])
 end
-schedule(ARGV[2], ARGV[3], ARGV[4], ARGV[5])`,
+schedule(ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6] == 'r')`,
   // ARGV: prefix, id, round ('' for any)
   retryRemove: `
 local v = redis.call('HGET', entries, ARGV[2])
@@ -88,29 +97,34 @@ for _, id in ipairs(redis.call('ZRANGEBYSCORE', claimed, '-inf', ARGV[2])) do
   redis.call('ZREM', claimed, id)
   local v = redis.call('HGET', entries, id)
   if v then
-    local due, sub, round = split(v)
-    schedule(id, sub, due, round)
+    local due, sub, round, retry = split(v)
+    schedule(id, sub, due, round, retry)
   end
 end
 return epoch(ARGV[3])`,
-  // ARGV: prefix, now, leaseEnd, limit, then subscriptionId, room pairs. Returns entries as they are stored, "dueAt sub round", after each id.
+  // ARGV: prefix, now, leaseEnd, limit, then subscriptionId, room pairs. Returns each id, then its entry as stored.
   retryClaim: `
 local out, left = {}, tonumber(ARGV[4])
 for i = 5, #ARGV, 2 do
   if left <= 0 then break end
-  local sub = ARGV[i]
-  local due = redis.call('ZRANGEBYSCORE', lane(sub), '-inf', ARGV[2], 'LIMIT', 0, math.min(tonumber(ARGV[i + 1]), left))
-  for _, id in ipairs(due) do
-    redis.call('ZREM', lane(sub), id)
-    redis.call('ZADD', claimed, ARGV[3], id)
-    out[#out + 1] = id
-    out[#out + 1] = redis.call('HGET', entries, id)
-    left = left - 1
+  local sub, room, took = ARGV[i], math.min(tonumber(ARGV[i + 1]), left), false
+  for _, key in ipairs({ lane(sub, true), lane(sub, false) }) do
+    if room <= 0 then break end
+    local due = redis.call('ZRANGEBYSCORE', key, '-inf', ARGV[2], 'LIMIT', 0, room)
+    for _, id in ipairs(due) do
+      redis.call('ZREM', key, id)
+      redis.call('ZADD', claimed, ARGV[3], id)
+      out[#out + 1] = id
+      out[#out + 1] = redis.call('HGET', entries, id)
+      room, left, took = room - 1, left - 1, true
+    end
   end
-  if #due > 0 then reindex(sub) end
+  if took then reindex(sub) end
 end
 return out`,
 } as const;
+
+const kind = (entry: DueAttempt): 'r' | 'f' => (entry.retry === true ? 'r' : 'f');
 
 type Scripted = Redis & { [K in keyof typeof SCRIPTS]: (...args: string[]) => Promise<unknown> };
 
@@ -130,7 +144,8 @@ export const createRedisRetrySchedule = (options: RedisRetryScheduleOptions): Sh
   for (const [name, body] of Object.entries(SCRIPTS)) client.defineCommand(name, { numberOfKeys: 4, lua: PRELUDE + body });
   const tag = `{${options.keyPrefix ?? ''}retry}`;
   const keys = [`${tag}:entries`, `${tag}:lanes`, `${tag}:claimed`, `${tag}:epoch`] as const;
-  const lanePrefix = `${tag}:lane:`;
+  const lanePrefix = `${tag}:`;
+  const retryLanes = `${lanePrefix}retrylanes`;
   const leaseUs = options.leaseMs * 1000;
   /** Names the entries this process puts: one name per process lifetime, so a restarted one owns none. */
   const owner = randomId();
@@ -154,18 +169,27 @@ export const createRedisRetrySchedule = (options: RedisRetryScheduleOptions): Sh
       .finally(() => void (reseeding = null));
   };
 
-  /** Due lanes, earliest first, with the room the caller grants each; stops once `limit` lanes have room. */
+  /**
+   * Due subscriptions, those with a retry due first, then earliest first, with the room the caller
+   * grants each (asked once per subscription); stops once `limit` subscriptions have room.
+   */
   const grants = async (now: number, limit: number, room: (subscriptionId: string) => number): Promise<string[]> => {
     const out: string[] = [];
-    for (let offset = 0, granted = 0; granted < limit; offset += LANE_PAGE) {
-      const page = await client.zrangebyscore(keys[1], '-inf', String(now), 'LIMIT', offset, LANE_PAGE);
-      for (const subscriptionId of page) {
-        const n = Math.min(room(subscriptionId), limit);
-        if (n <= 0) continue;
-        out.push(subscriptionId, String(n));
-        granted++;
+    const asked = new Set<string>();
+    let granted = 0;
+    for (const index of [retryLanes, keys[1]]) {
+      for (let offset = 0; granted < limit; offset += LANE_PAGE) {
+        const page = await client.zrangebyscore(index, '-inf', String(now), 'LIMIT', offset, LANE_PAGE);
+        for (const subscriptionId of page) {
+          if (asked.has(subscriptionId)) continue;
+          asked.add(subscriptionId);
+          const n = Math.min(room(subscriptionId), limit);
+          if (n <= 0) continue;
+          out.push(subscriptionId, String(n));
+          granted++;
+        }
+        if (page.length < LANE_PAGE) break;
       }
-      if (page.length < LANE_PAGE) break;
     }
     return out;
   };
@@ -186,10 +210,10 @@ export const createRedisRetrySchedule = (options: RedisRetryScheduleOptions): Sh
       reseed = listener;
     },
     async put(entry) {
-      await client.retryPut(...keys, lanePrefix, entry.deliveryId, entry.subscriptionId, String(entry.dueAt), String(entry.round), owner);
+      await client.retryPut(...keys, lanePrefix, entry.deliveryId, entry.subscriptionId, String(entry.dueAt), String(entry.round), kind(entry), owner);
     },
     async offer(entry) {
-      await client.retryOffer(...keys, lanePrefix, entry.deliveryId, entry.subscriptionId, String(entry.dueAt), String(entry.round));
+      await client.retryOffer(...keys, lanePrefix, entry.deliveryId, entry.subscriptionId, String(entry.dueAt), String(entry.round), kind(entry));
     },
     async remove(deliveryId, round) {
       await client.retryRemove(...keys, lanePrefix, deliveryId, round === undefined ? '' : String(round));
@@ -201,8 +225,14 @@ export const createRedisRetrySchedule = (options: RedisRetryScheduleOptions): Sh
       const flat = (await client.retryClaim(...keys, lanePrefix, String(now), String(now + leaseUs), String(limit), ...offered)) as string[];
       const taken: DueAttempt[] = [];
       for (let i = 0; i + 1 < flat.length; i += 2) {
-        const [dueAt, subscriptionId, round, putBy] = (flat[i + 1] as string).split(' ');
-        const entry = { deliveryId: flat[i] as string, subscriptionId: subscriptionId as string, dueAt: Number(dueAt), round: Number(round) };
+        const [dueAt, subscriptionId, round, entryKind, putBy] = (flat[i + 1] as string).split(' ');
+        const entry: DueAttempt = {
+          deliveryId: flat[i] as string,
+          subscriptionId: subscriptionId as string,
+          dueAt: Number(dueAt),
+          round: Number(round),
+          ...(entryKind === 'r' ? { retry: true } : {}),
+        };
         taken.push(putBy === owner ? { ...entry, ownPut: true } : entry);
       }
       return taken;

@@ -160,7 +160,7 @@ export const retryScheduleContract = (name: string, factory: (() => Promise<Retr
       expect(new Set(taken).size).to.equal(40);
     });
 
-    it('never loses nor repeats an entry (property)', async () => {
+    it('never loses nor repeats an entry, and never takes a first attempt while a retry of its subscription is due (property)', async () => {
       await fc.assert(
         fc.asyncProperty(
           fc.array(
@@ -168,7 +168,7 @@ export const retryScheduleContract = (name: string, factory: (() => Promise<Retr
               id: fc.integer({ min: 0, max: 30 }),
               due: fc.integer({ min: 0, max: 100 }),
               round: fc.integer({ min: 1, max: 3 }),
-              op: fc.constantFrom('put', 'offer', 'remove', 'remove-round'),
+              op: fc.constantFrom('put', 'offer', 'remove', 'remove-round', 'take'),
               retry: fc.boolean(),
             }),
             { maxLength: 60 },
@@ -178,10 +178,32 @@ export const retryScheduleContract = (name: string, factory: (() => Promise<Retr
             const { schedule, teardown } = await factory();
             try {
               const expected = new Map<string, { due: number; round: number; retry: boolean; sub: string }>();
+              // A taken entry is under way: adapters differ on what an offer does then (a claim, or none), so it is left alone.
+              const taken = new Set<string>();
+              const take = async (now: number): Promise<number> => {
+                const batch = await schedule.takeDue(now, 3, () => room);
+                for (const e of batch) {
+                  const known = expected.get(e.deliveryId);
+                  expect(e.dueAt).to.be.at.most(now).and.equal(known?.due);
+                  expect(e.round).to.equal(known?.round);
+                  expect(e.retry === true).to.equal(known?.retry);
+                  expected.delete(e.deliveryId);
+                  taken.add(e.deliveryId);
+                }
+                for (const e of batch.filter((b) => b.retry !== true)) {
+                  expect(
+                    [...expected].filter(([, x]) => x.sub === e.subscriptionId && x.retry && x.due <= now),
+                    'a first attempt is never taken while a retry of its subscription is due',
+                  ).to.deep.equal([]);
+                }
+                return batch.length;
+              };
               for (const op of ops) {
                 const id = `d${op.id}`;
                 const known = expected.get(id);
-                if (op.op === 'remove') {
+                if (op.op === 'take') await take(op.due);
+                else if (taken.has(id)) continue;
+                else if (op.op === 'remove') {
                   await schedule.remove(id);
                   expected.delete(id);
                 } else if (op.op === 'remove-round') {
@@ -195,27 +217,11 @@ export const retryScheduleContract = (name: string, factory: (() => Promise<Retr
                   if (op.op === 'put' || (known?.round ?? 0) < op.round) expected.set(id, { due: op.due, round: op.round, retry: op.retry, sub });
                 }
               }
-              const taken: string[] = [];
               for (let now = 0; now <= 100; now += 10) {
-                for (;;) {
-                  const batch = await schedule.takeDue(now, 3, () => room);
-                  batch.forEach((e) => {
-                    expect(e.dueAt).to.be.at.most(now).and.equal(expected.get(e.deliveryId)?.due);
-                    expect(e.round).to.equal(expected.get(e.deliveryId)?.round);
-                    expect(e.retry === true).to.equal(expected.get(e.deliveryId)?.retry);
-                  });
-                  const left = [...expected].filter(([id]) => !taken.includes(id) && !ids(batch).includes(id));
-                  for (const e of batch.filter((b) => b.retry !== true)) {
-                    expect(
-                      left.filter(([, x]) => x.sub === e.subscriptionId && x.retry && x.due <= now),
-                      'a first attempt is never taken while a retry of its subscription is due',
-                    ).to.deep.equal([]);
-                  }
-                  taken.push(...ids(batch));
-                  if (batch.length === 0) break;
-                }
+                while ((await take(now)) > 0);
+                expect([...expected].filter(([, x]) => x.due <= now), `all due at ${now} taken`).to.deep.equal([]);
               }
-              expect(taken.sort()).to.deep.equal([...expected.keys()].sort());
+              expect([...expected.keys()]).to.deep.equal([]);
               expect(await schedule.size()).to.equal(0);
             } finally {
               await teardown();

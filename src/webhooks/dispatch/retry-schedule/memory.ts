@@ -21,6 +21,11 @@ interface Lane {
 interface LaneIndex {
   /** Indexes the lane under its current key, unless it already sits at that key or an earlier one. */
   reindex(subscriptionId: string, lane: Lane): void;
+  /**
+   * An item due at `dueAt` joined the lane: outside a take every lane with items sits at a key no
+   * later than its earliest, so only an earlier item (or a lane not indexed yet) needs a new key.
+   */
+  joined(subscriptionId: string, dueAt: number): void;
   /** The earliest lane whose key is current, dropping or re-keying stale items on the way. */
   first(): { readonly subscriptionId: string; readonly dueAt: number; readonly lane: Lane } | undefined;
   /** Takes the lane `first` gave out of the index (until its next reindex). */
@@ -52,28 +57,31 @@ export const createMemoryRetrySchedule = (): RetrySchedule => {
     return retry === undefined || (first !== undefined && first.entry.dueAt < retry.entry.dueAt) ? first : retry;
   };
 
-  /** The lane's next item to take at `now`: a due retry, else a due first attempt. */
-  const nextDue = (lane: Lane, now: number): { item: Item; heap: Heap<Item> } | undefined => {
-    for (const heap of [lane.retries, lane.firsts]) {
-      const top = liveTop(heap);
-      if (top !== undefined && top.entry.dueAt <= now) return { item: top, heap };
-    }
-    return undefined;
+  /** The lane's heap to take from at `now`: its retries while one is due, else its first attempts while one is. */
+  const dueHeap = (lane: Lane, now: number): Heap<Item> | undefined => {
+    const retry = liveTop(lane.retries);
+    if (retry !== undefined && retry.entry.dueAt <= now) return lane.retries;
+    const first = liveTop(lane.firsts);
+    return first !== undefined && first.entry.dueAt <= now ? lane.firsts : undefined;
   };
 
   const laneIndex = (earliest: (lane: Lane) => Item | undefined): LaneIndex => {
     const heap = createHeap<{ readonly subscriptionId: string; readonly dueAt: number }>((a, b) => a.dueAt < b.dueAt);
     const keys = new Map<string, number>(); // subscriptionId → the key its current item sits under
+    const joined = (subscriptionId: string, dueAt: number): void => {
+      const key = keys.get(subscriptionId);
+      if (key !== undefined && key <= dueAt) return;
+      keys.set(subscriptionId, dueAt);
+      heap.push({ subscriptionId, dueAt });
+    };
     const reindex = (subscriptionId: string, lane: Lane): void => {
       const top = earliest(lane);
-      if (top === undefined) return void keys.delete(subscriptionId);
-      const key = keys.get(subscriptionId);
-      if (key !== undefined && key <= top.entry.dueAt) return;
-      keys.set(subscriptionId, top.entry.dueAt);
-      heap.push({ subscriptionId, dueAt: top.entry.dueAt });
+      if (top === undefined) keys.delete(subscriptionId);
+      else joined(subscriptionId, top.entry.dueAt);
     };
     return {
       reindex,
+      joined,
       first() {
         for (let top = heap.peek(); top !== undefined; top = heap.peek()) {
           const lane = lanes.get(top.subscriptionId);
@@ -119,7 +127,8 @@ export const createMemoryRetrySchedule = (): RetrySchedule => {
       lanes.set(entry.subscriptionId, lane);
     }
     (entry.retry === true ? lane.retries : lane.firsts).push({ entry, version });
-    reindex(entry.subscriptionId, lane);
+    if (entry.retry === true) byRetry.joined(entry.subscriptionId, entry.dueAt);
+    byHead.joined(entry.subscriptionId, entry.dueAt);
   };
 
   return {
@@ -143,11 +152,10 @@ export const createMemoryRetrySchedule = (): RetrySchedule => {
           if (visited.has(first.subscriptionId)) continue;
           visited.add(first.subscriptionId);
           for (let left = room(first.subscriptionId); left > 0 && taken.length < limit; left--) {
-            const next = nextDue(first.lane, now);
-            if (next === undefined) break;
-            next.heap.pop();
-            current.delete(next.item.entry.deliveryId);
-            taken.push(next.item.entry);
+            const item = dueHeap(first.lane, now)?.pop();
+            if (item === undefined) break;
+            current.delete(item.entry.deliveryId);
+            taken.push(item.entry);
           }
         }
       }

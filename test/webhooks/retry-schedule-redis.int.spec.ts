@@ -75,7 +75,7 @@ retryScheduleContract('redis', redisUrl ? () => redisPair(redisUrl) : null, { pr
     expect(await pair.other.takeDue(300, 10, unlimited)).to.deep.equal([{ deliveryId: 'd', subscriptionId: 's', dueAt: 250, round: 2 }]);
   });
 
-  it('takes an entry stored before retries had their own lane as a first attempt, owned by nobody (an upgrade meets it)', async () => {
+  it('takes an entry stored before retries had their own lane as a first attempt, owned by nobody, and drops a retry the previous release removed from the wrong lane (an upgrade meets them)', async () => {
     await pair.schedule.remove('d');
     const admin = new Redis(redisUrl as string);
     try {
@@ -84,6 +84,8 @@ retryScheduleContract('redis', redisUrl ? () => redisPair(redisUrl) : null, { pr
       await admin.hset(`${tag}:entries`, 'old', '100 s 1 someowner');
       await admin.zadd(`${tag}:lane:s`, 100, 'old');
       await admin.zadd(`${tag}:lanes`, 100, 's');
+      // A retry removed by a dispatcher of the previous release: its entry went, its id stayed in the retries' lane.
+      await admin.zadd(`${tag}:retries:s`, 120, 'removed');
     } finally {
       admin.disconnect();
     }

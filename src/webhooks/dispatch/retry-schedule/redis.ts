@@ -113,10 +113,15 @@ for i = 5, #ARGV, 2 do
     local due = redis.call('ZRANGEBYSCORE', key, '-inf', ARGV[2], 'LIMIT', 0, room)
     for _, id in ipairs(due) do
       redis.call('ZREM', key, id)
-      redis.call('ZADD', claimed, ARGV[3], id)
-      out[#out + 1] = id
-      out[#out + 1] = redis.call('HGET', entries, id)
-      room, left, took = room - 1, left - 1, true
+      took = true
+      -- An id without its entry was removed by a dispatcher of the previous release, which knew one lane only: dropped.
+      local v = redis.call('HGET', entries, id)
+      if v then
+        redis.call('ZADD', claimed, ARGV[3], id)
+        out[#out + 1] = id
+        out[#out + 1] = v
+        room, left = room - 1, left - 1
+      end
     end
   end
   if took then reindex(sub) end

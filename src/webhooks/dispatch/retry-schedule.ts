@@ -15,9 +15,10 @@ export interface DueAttempt {
    */
   readonly round: number;
   /**
-   * Set on a later attempt, or a manual retry's first: the delivery's next_attempt_at, which the API
-   * shows. Within its subscription it is taken before the first attempts due (even those due before
-   * it): a backlog of new events must not make announced retries late, and retries are few beside them.
+   * Set on a later attempt, or a manual retry's first: its due time is the delivery's next_attempt_at,
+   * which the API shows. Once due it is taken before first attempts (even those due before it): its
+   * subscription is served first in a take, and within it retries first. A backlog of new events must
+   * not make announced retries late, and retries are few beside them.
    */
   readonly retry?: true;
   /**
@@ -41,9 +42,9 @@ export interface RetrySchedule {
   /** Drops the delivery's entry; with `round`, only an entry of that round or an earlier one (a later round offered meanwhile stays). */
   remove(deliveryId: string, round?: number): Promise<void>;
   /**
-   * Removes and returns up to `limit` entries due at `now`: within a subscription its retries before
-   * its first attempts, each earliest first, and at most `room(subscriptionId)` entries of each
-   * subscription. `room` is asked at most once per subscription and take, so the caller may count
+   * Removes and returns up to `limit` entries due at `now`: subscriptions with a retry due first,
+   * then by their earliest due entry; within a subscription its retries before its first attempts,
+   * each earliest first; at most `room(subscriptionId)` entries of each subscription. `room` is asked at most once per subscription and take, so the caller may count
    * what it grants (per workspace, say).
    */
   takeDue(now: number, limit: number, room: (subscriptionId: string) => number): Promise<DueAttempt[]>;

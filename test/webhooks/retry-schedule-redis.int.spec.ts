@@ -94,7 +94,7 @@ retryScheduleContract('redis', redisUrl ? () => redisPair(redisUrl) : null, { pr
       { deliveryId: 'new', subscriptionId: 's', dueAt: 150, round: 1, retry: true, ownPut: true },
       { deliveryId: 'old', subscriptionId: 's', dueAt: 100, round: 1 },
     ]);
-    // Its lease runs out: it goes back to the lane of first attempts, and is taken again.
+    // Their leases run out: each goes back to its lane (the old entry to the first attempts'), and is taken again.
     expect(await pair.other.takeDue(200 + LEASE_US, 10, unlimited)).to.deep.equal([
       { deliveryId: 'new', subscriptionId: 's', dueAt: 150, round: 1, retry: true },
       { deliveryId: 'old', subscriptionId: 's', dueAt: 100, round: 1 },

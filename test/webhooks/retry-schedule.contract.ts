@@ -47,7 +47,7 @@ export const retryScheduleContract = (name: string, factory: (() => Promise<Retr
       await schedule.put({ deliveryId: 'r2', subscriptionId: 's', dueAt: 60, round: 2, retry: true });
       await schedule.offer({ deliveryId: 'g', subscriptionId: 't', dueAt: 5, round: 1, retry: true });
       expect(await schedule.nextDueAt()).to.equal(5);
-      // Earliest subscription first (t at 5, s at 10); within s the due retry, then its earliest first attempt.
+      // Both have a retry due, the earliest first (t at 5, s at 30); within s its retry, then its earliest first attempt.
       expect(unmarked(await schedule.takeDue(40, 10, () => 2))).to.deep.equal([
         { deliveryId: 'g', subscriptionId: 't', dueAt: 5, round: 1, retry: true },
         { deliveryId: 'r1', subscriptionId: 's', dueAt: 30, round: 1, retry: true },

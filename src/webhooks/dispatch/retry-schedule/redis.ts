@@ -233,7 +233,9 @@ export const createRedisRetrySchedule = (options: RedisRetryScheduleOptions): Sh
       const replies = await client
         .multi([['retryRelease', ...keys, lanePrefix, String(now), randomId()], duePage(retryLanes, now, 0), duePage(keys[1], now, 0)])
         .exec();
-      const [epoch, retryPage, lanePage] = (replies ?? []).map(([error, reply]) => {
+      // Null only for a discarded transaction: without an epoch the store must not be taken as lost.
+      if (replies === null) throw new Error('retry schedule: the take was discarded by Redis');
+      const [epoch, retryPage, lanePage] = replies.map(([error, reply]) => {
         if (error) throw error;
         return reply;
       });

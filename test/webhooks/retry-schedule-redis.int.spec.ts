@@ -101,6 +101,14 @@ retryScheduleContract('redis', redisUrl ? () => redisPair(redisUrl) : null, { pr
     ]);
   });
 
+  it('reads past the first page of due subscriptions (256 per round trip) to find ones with room', async () => {
+    await pair.schedule.remove('d');
+    for (let i = 0; i < 300; i++) await pair.schedule.put({ deliveryId: `p${i}`, subscriptionId: `sub${String(i).padStart(3, '0')}`, dueAt: i, round: 1 });
+    // Only the last ten subscriptions (by due time) have room: every one of them is on the second page.
+    const taken = await pair.schedule.takeDue(1_000, 10, (subscriptionId) => (Number(subscriptionId.slice(3)) >= 290 ? 1 : 0));
+    expect(taken.map((e) => e.deliveryId).sort()).to.deep.equal(Array.from({ length: 10 }, (_, i) => `p${290 + i}`));
+  });
+
   it("marks a claim of the taker's own put, and no other", async () => {
     await pair.other.put({ deliveryId: 'e', subscriptionId: 's', dueAt: 100, round: 1 });
     await pair.other.offer({ deliveryId: 'f', subscriptionId: 's', dueAt: 100, round: 1 });

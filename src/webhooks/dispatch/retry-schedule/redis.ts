@@ -174,7 +174,8 @@ export const createRedisRetrySchedule = (options: RedisRetryScheduleOptions): Sh
       .finally(() => void (reseeding = null));
   };
 
-  const duePage = (index: string, now: number, offset: number) => ['zrangebyscore', index, '-inf', String(now), 'LIMIT', String(offset), String(LANE_PAGE)];
+  /** The command reading a page of an index's due subscriptions: in a take's MULTI, or alone for the later pages. */
+  const duePage = (index: string, now: number, offset: number): [string, ...string[]] => ['zrangebyscore', index, '-inf', String(now), 'LIMIT', String(offset), String(LANE_PAGE)];
 
   /**
    * Due subscriptions, those with a retry due first, then earliest first, with the room the caller
@@ -187,7 +188,7 @@ export const createRedisRetrySchedule = (options: RedisRetryScheduleOptions): Sh
     let granted = 0;
     for (const [i, index] of [retryLanes, keys[1]].entries()) {
       for (let offset = 0; granted < limit; offset += LANE_PAGE) {
-        const page = offset === 0 ? (firstPages[i] as string[]) : await client.zrangebyscore(index, '-inf', String(now), 'LIMIT', offset, LANE_PAGE);
+        const page = offset === 0 ? (firstPages[i] as string[]) : ((await client.call(...duePage(index, now, offset))) as string[]);
         for (const subscriptionId of page) {
           if (asked.has(subscriptionId)) continue;
           asked.add(subscriptionId);

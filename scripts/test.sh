@@ -51,13 +51,34 @@ fi
 
 export REDIS_URL="redis://127.0.0.1:$REDIS_PORT"
 export KAFKA_BROKERS="127.0.0.1:$KAFKA_PORT"
-# Spec files run in TEST_JOBS worker processes side by side (default 2; 1 runs them in one process, in
-# order): a serial run keeps one core busy on average, as most specs wait on servers, receivers and
-# timers, so two files at a time take about 9 minutes here instead of 14. Specs that stop or restart
-# an engine start a private one for it (test/support/redis-server.ts, their own Kafka port), and the
-# others use topics, groups, key prefixes and workspaces of their own on the shared engines.
-# The glob is explicit so the run stays whole even if .mocharc.json drops its "spec".
-jobs="${TEST_JOBS:-2}"
-parallel=()
-[[ "$jobs" -gt 1 ]] && parallel=(--parallel --jobs "$jobs")
-npx mocha 'test/**/*.spec.ts' "${parallel[@]}" "$@"
+# Two lanes side by side, each a mocha process running its files one at a time: the specs that start
+# several server processes and engines of their own (distributed roles, crash torture and soak, the
+# bus through Kafka outages, the OpenAPI fuzzer), then three folders of long ones (billing's clock,
+# the CLI, /updates) that even the lanes out, in one; every other spec in the other. One lane kept
+# one of the two cores busy on average, as most specs wait on servers, receivers and timers: two take
+# about 10 minutes here instead of 14. Two of the heavy specs never run at once (run together, their
+# processes starved each other into timeouts). Specs that stop or restart an engine start a private
+# one (test/support/redis-server.ts, their own Kafka port); the others use topics, groups, key
+# prefixes and workspaces of their own on the shared engines. TEST_LANES=1: every file in one process.
+# The globs are explicit so the run stays whole even if .mocharc.json drops its "spec".
+heavy=('test/distributed/**/*.spec.ts' 'test/reliability/**/*.spec.ts' 'test/bus/**/*.spec.ts' 'test/openapi/fuzz.e2e.spec.ts'
+  'test/billing/**/*.spec.ts' 'test/cli/**/*.spec.ts' 'test/updates/**/*.spec.ts')
+if [[ "${TEST_LANES:-2}" == 1 ]]; then
+  npx mocha 'test/**/*.spec.ts' "$@"
+  exit
+fi
+ignored=()
+for glob in "${heavy[@]}"; do ignored+=(--ignore "$glob"); done
+# The heavy lane's report is printed whole once both are done, so the two never interleave.
+heavy_log=".cache/run/heavy-lane-$REDIS_PORT-$KAFKA_PORT.log"
+npx mocha "${heavy[@]}" "$@" >"$heavy_log" 2>&1 &
+heavy_pid=$!
+status=0
+npx mocha 'test/**/*.spec.ts' "${ignored[@]}" "$@" || status=$?
+heavy_status=0
+wait "$heavy_pid" || heavy_status=$?
+echo
+echo "== the heavy lane (${heavy[*]})"
+cat "$heavy_log"
+[[ "$status" -ne 0 ]] && exit "$status"
+exit "$heavy_status"

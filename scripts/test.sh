@@ -80,5 +80,8 @@ wait "$heavy_pid" || heavy_status=$?
 echo
 echo "== the heavy lane (${heavy[*]})"
 cat "$heavy_log"
+# Last, so a log's tail tells which lane failed (the other lane's failures are printed above).
+outcome() { if [[ "$1" -eq 0 ]]; then echo "passed"; else echo "FAILED (exit $1)"; fi; }
+echo "test.sh: the heavy lane $(outcome "$heavy_status"), the other lane $(outcome "$status")"
 [[ "$status" -ne 0 ]] && exit "$status"
 exit "$heavy_status"

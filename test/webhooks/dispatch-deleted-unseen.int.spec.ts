@@ -82,6 +82,20 @@ describe('dispatcher: a subscription deleted behind its directory (int, SQLite)'
     expect(sent, 'deliveries after the deletion was applied').to.have.length(0);
   });
 
+  it('sends nothing when told of the deletion while an attempt is being prepared, before the directory applies it', async () => {
+    // A DELETE answered on another server tells the dispatcher (Redis) after the attempt read the
+    // subscription's stream: its directory, tailing the log, has not met the marker yet.
+    const readStream = log.readStream.bind(log);
+    log.readStream = async (stream, from) => {
+      const events = await readStream(stream, from);
+      if (stream === subscriptionStream(SUBSCRIPTION)) void dispatcher.subscriptionDeleted(SUBSCRIPTION);
+      return events;
+    };
+    await dispatcher.fanOut(await publicEvent());
+    await settle(300);
+    expect(sent, 'deliveries after the dispatcher was told').to.have.length(0);
+  });
+
   it('cancels the attempts in flight to a subscription as it is deleted', async () => {
     let cancelled = 0;
     // An endpoint that does not answer: the attempt stays in flight until cancelled.

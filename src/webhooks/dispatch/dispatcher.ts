@@ -95,7 +95,7 @@ export interface Dispatcher {
   resume(restored: readonly RestoredDelivery[], fannedOutThrough: number): Promise<void>;
   /** Cancels the waiting deliveries of events before the deactivation at `position`. */
   subscriptionDeactivated(subscriptionId: string, position: number): Promise<void>;
-  /** Forgets the subscription's deliveries and deletes their history. */
+  /** Forgets the subscription's deliveries and deletes their history; nothing is sent to it once this is called. */
   subscriptionDeleted(subscriptionId: string): Promise<void>;
   /** Takes up a manual retry another process recorded in the log (round `round`); idempotent by delivery id and round. */
   retryRequested(subscriptionId: string, deliveryId: string, round: number): Promise<void>;
@@ -208,9 +208,10 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
   };
 
   /**
-   * Subscriptions whose stream is gone from the log although the directory still has them: a directory
-   * tailing a log shared with other processes may miss the deletion marker, which the DELETE removes
-   * with the rest of the stream a moment after appending it. Ids are never reused: gone is for good.
+   * Subscriptions deleted although the directory may still have them: a directory tailing a log
+   * shared with other processes may miss the deletion marker, which the DELETE removes with the rest
+   * of the stream a moment after appending it, or apply it after the DELETE told this dispatcher
+   * (`subscriptionDeleted`). Ids are never reused: gone is for good.
    */
   const gone = new Set<string>();
   /** The subscription as the directory has it, unless its stream was found gone. */
@@ -509,7 +510,9 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
     },
 
     async subscriptionDeleted(subscriptionId) {
-      // First, at once: the DELETE answers once this has begun, and nothing may go out after it.
+      // First, at once: the DELETE answers once this has begun, and nothing may go out after it, not
+      // even an attempt being prepared while the directory has yet to apply the marker.
+      gone.add(subscriptionId);
       for (const id of bySubscription.get(subscriptionId) ?? []) pending.get(id)?.cancel?.();
       for (const id of [...(bySubscription.get(subscriptionId) ?? [])]) {
         const p = pending.get(id);

@@ -21,8 +21,9 @@ import { createRedisRetrySchedule } from '../webhooks/dispatch/retry-schedule/re
 import { createRedisReplayLeases } from '../webhooks/dispatch/replay-leases/redis.js';
 import { deliveryHistoryFrom, historyFromIndexFile, historyInMemory, historyInRedis } from '../webhooks/dispatch/history.js';
 import { sharedHistory } from '../webhooks/dispatch/shared-history.js';
+import { createRedisDeletionListener, createRedisDeletionNotices, DELETION_WAIT_MS, type DeletionNotices } from '../webhooks/dispatch/deletion-notices.js';
 import { createDispatcherThread } from '../webhooks/dispatch/thread.js';
-import { createWebhooksFeature } from '../webhooks/feature.js';
+import { createWebhooksFeature, type WebhookExtension } from '../webhooks/feature.js';
 import { createLogCheckpoint } from './checkpoint.js';
 import { CONSUMER_RIDE_OUT_MS, createKafka } from './kafka.js';
 import { createRelay } from './relay.js';
@@ -74,15 +75,35 @@ const dispatcherFeatures = (core: Core): Feature[] => {
   const shared = createRedisRetrySchedule({ url: config.redisUrl, leaseMs: 2 * config.webhooks.timeoutMs + CLAIM_LEASE_MARGIN_MS });
   const history = sharedHistory(core, config.redisUrl);
   const leases = createRedisReplayLeases({ url: config.redisUrl, ttlMs: config.webhooks.replayLeaseMs });
-  const delivery = webhooksWithDelivery(createKafkaSource(bus, history.restore), shared, history.records, leases)(core);
+  const deletions = createRedisDeletionListener({ url: config.redisUrl });
+  const delivery = webhooksWithDelivery(createKafkaSource(bus, history.restore), { shared, records: history.records, leases, deletions })(core);
   return [history.feature, delivery, healthFeature(core, delivery.deliveryEngine)];
 };
 
+/** A DELETE answers once the dispatchers have stopped sending to the subscription (src/webhooks/dispatch/deletion-notices.ts). */
+const tellDispatchers =
+  (url: string): WebhookExtension =>
+  (core, { beforeDeleteAnswered }) => {
+    let notices: DeletionNotices | null = null;
+    beforeDeleteAnswered.push(async (subscriptionId) => notices?.tell(subscriptionId));
+    return {
+      async start() {
+        notices = await createRedisDeletionNotices({ url, waitMs: DELETION_WAIT_MS });
+      },
+      stop: async () => notices?.close(),
+    };
+  };
+
 /**
  * The API servers' webhooks: delivery history from the index in Redis the dispatchers keep (REDIS_URL),
- * else from an index of the log in memory; manual retries recorded in the log for the dispatchers.
+ * else from an index of the log in memory; manual retries recorded in the log for the dispatchers,
+ * deletions told to them (REDIS_URL: without it there is at most one dispatcher, which meets them in the log).
  */
-const webhooksFromLog: FeatureFactory = (core) => createWebhooksFeature(core, [deliveryHistoryFrom(core.config.redisUrl === null ? historyInMemory : historyInRedis)]);
+const webhooksFromLog: FeatureFactory = (core) =>
+  createWebhooksFeature(
+    core,
+    core.config.redisUrl === null ? [deliveryHistoryFrom(historyInMemory)] : [deliveryHistoryFrom(historyInRedis), tellDispatchers(core.config.redisUrl)],
+  );
 
 /** The embedded features with the webhooks feature of a server whose delivery engine runs elsewhere. */
 const withoutDelivery = (core: Core, embedded: readonly FeatureFactory[], webhooks: FeatureFactory = webhooksFromLog): Feature[] =>

@@ -7,6 +7,7 @@ import { Webhook } from 'standardwebhooks';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { deliveryIdOf } from '../../src/domain/delivery/ids.js';
 import { randomId } from '../../src/shared/ids.js';
 import { verifySignature } from '../../src/webhooks/signature.js';
@@ -283,6 +284,23 @@ describe('distributed mode with real processes (e2e)', function () {
     expect([verifies(old, first), verifies(fresh, first)]).to.deep.equal([true, false]);
     expect([verifies(old, retry), verifies(fresh, retry)]).to.deep.equal([true, true]);
     expect(verifySignature(old, retry.body, header(retry, 'X-Webhook-Signature'))).to.equal(true);
+  });
+
+  it('answers a DELETE once the dispatchers stopped sending to the subscription: one that cannot (stopped with SIGSTOP) is waited for, up to a bound', async () => {
+    const ws = await createWorkspace();
+    const sub = await subscribe(ws, receivers[0] as Receiver);
+    // The dispatchers are told over Redis and each acknowledges; a stopped one holds the answer until
+    // the bound (2 s), as a dispatcher whose event loop is stuck would.
+    for (const d of dispatchers) d.kill('SIGSTOP');
+    try {
+      const started = performance.now();
+      const deleted = await ws.api(1, 'DELETE', `/api/v1/webhooks/${sub}`);
+      expect(deleted.status).to.equal(204);
+      expect(performance.now() - started, 'the DELETE waited for the stopped dispatchers').to.be.at.least(1_500);
+    } finally {
+      for (const d of dispatchers) d.kill('SIGCONT');
+    }
+    expect((await ws.api(0, 'DELETE', `/api/v1/webhooks/${sub}`)).status).to.equal(404);
   });
 
   it('serves one shared copy of the read models: what one server answered, the other reads at once', async () => {

@@ -16,11 +16,23 @@ import type { ReplayLeases } from './replay-leases.js';
 import { createMemoryReplayLeases } from './replay-leases/memory.js';
 import { createReplayRunner } from './replay-runner.js';
 import { watchBacklog } from './backlog.js';
+import type { DeletionListener } from './deletion-notices.js';
 
 /** Where the dispatcher's events come from: anything that feeds dispatcher.fanOut in log order per workspace. */
 export type EventSource = (options: LogTailOptions) => LogTail;
 
-export const webhookDispatchFrom = (source: EventSource, shared?: SharedRetrySchedule, records?: DeliveryRecords, leases: ReplayLeases = createMemoryReplayLeases()): WebhookExtension => (core: Core, { directory, sender }) => {
+/** What several dispatchers share (Redis in the dispatcher role), and where the restored deliveries come from. */
+export interface DispatchParts {
+  /** The retry schedule; in memory, this dispatcher's own, when omitted. */
+  readonly shared?: SharedRetrySchedule;
+  readonly records?: DeliveryRecords;
+  /** Which dispatcher drives a replay; in memory when omitted. */
+  readonly leases?: ReplayLeases;
+  /** The DELETEs answered by API servers in other processes, told before they answer. */
+  readonly deletions?: DeletionListener;
+}
+
+export const webhookDispatchFrom = (source: EventSource, { shared, records, leases = createMemoryReplayLeases(), deletions }: DispatchParts = {}): WebhookExtension => (core: Core, { directory, sender }) => {
   const { webhooks } = core.config;
   const dispatcher = createDispatcher({
     log: core.log,
@@ -43,14 +55,16 @@ export const webhookDispatchFrom = (source: EventSource, shared?: SharedRetrySch
   });
   const tail = source({ log: core.log, subscriptions: directory, dispatcher });
   const replays = createReplayRunner({ log: core.log, subscriptions: directory, dispatcher, leases, clock: core.clock });
+  const deleted = (subscriptionId: string): void => {
+    dispatcher.subscriptionDeleted(subscriptionId).catch((error: unknown) => console.error(`webhook ${subscriptionId}: deleting its delivery history:`, error));
+  };
   // The directory applies the deletion marker before the subscription's stream goes: its history goes too.
-  directory.onDeleted((row) => {
-    dispatcher.subscriptionDeleted(row.id).catch((error: unknown) => console.error(`webhook ${row.id}: deleting its delivery history:`, error));
-  });
+  directory.onDeleted((row) => deleted(row.id));
   let watching: { stop(): void } | null = null;
   return {
     async start() {
       await shared?.ready();
+      await deletions?.listen(deleted);
       await tail.start();
       dispatcher.start();
       await replays.start();
@@ -63,6 +77,7 @@ export const webhookDispatchFrom = (source: EventSource, shared?: SharedRetrySch
       await tail.stop();
       await dispatcher.stop();
       await leases.close();
+      deletions?.close();
       await shared?.close();
     },
   };
@@ -70,9 +85,9 @@ export const webhookDispatchFrom = (source: EventSource, shared?: SharedRetrySch
 
 /** The webhooks feature with its delivery engine fed by `source` (default: a tail of the log). */
 export const webhooksWithDelivery =
-  (source: EventSource = createLogTail, shared?: SharedRetrySchedule, records?: DeliveryRecords, leases?: ReplayLeases): FeatureFactory =>
+  (source: EventSource = createLogTail, parts: DispatchParts = {}): FeatureFactory =>
   (core) =>
-    createWebhooksFeature(core, [webhookDispatchFrom(source, shared, records, leases)]);
+    createWebhooksFeature(core, [webhookDispatchFrom(source, parts)]);
 
 /**
  * The webhooks feature with delivery, the one line for FEATURES in src/service.ts: the roles whose

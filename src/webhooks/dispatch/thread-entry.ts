@@ -57,7 +57,7 @@ const source: EventSource = (options) => {
   return withRetryRequests(createLogTail)({ ...options, restore });
 };
 // A delivery it does not hold (a manual retry of one settled long ago) is read from the index too.
-const engine = webhooksWithDelivery(source, undefined, recordsFromIndex(log, index, pending))(core);
+const engine = webhooksWithDelivery(source, { records: recordsFromIndex(log, index, pending) })(core);
 const send = (message: FromWorker): void => port.postMessage(message);
 const pong = (id: number, otherHeap = 0, status: DeliveryEngineStatus | null = null): void =>
   send({ kind: 'pong', id, heapUsedBytes: getHeapStatistics().used_heap_size + otherHeap, engine: status });

@@ -12,6 +12,7 @@ import type { Feature } from '../../app/core.js';
 import type { HealthCheck } from '../../health/checks.js';
 import type { WebhookExtension } from '../feature.js';
 import type { DeliveryEngineStatus, EngineStatusSource } from './backlog.js';
+import { DELETION_WAIT_MS } from './deletion-notices.js';
 import { startWorker } from '../../shared/worker.js';
 
 /** Main thread → worker. */
@@ -65,8 +66,6 @@ export interface DispatcherThread {
   readonly forwardDeletions: WebhookExtension;
 }
 
-/** The longest a DELETE waits for the worker to cancel the subscription's attempts in flight. */
-const DELETION_WAIT_MS = 2_000;
 /** The longest a metrics scrape or the backlog route waits for the worker's figures. */
 const HEAP_ANSWER_MS = 1_000;
 /** Longer than the health check's own timeout, which answers first. */

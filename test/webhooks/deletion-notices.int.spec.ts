@@ -1,0 +1,84 @@
+// Deletions told to the dispatchers over Redis (src/webhooks/dispatch/deletion-notices.ts): an API
+// server's DELETE waits until every dispatcher that received the notice has acted on it, at most a
+// bound; a dispatcher that cannot answer, or a Redis that is away, costs the bound and no more.
+import { expect } from 'chai';
+import { performance } from 'node:perf_hooks';
+import { createRedisDeletionListener, createRedisDeletionNotices, type DeletionListener, type DeletionNotices } from '../../src/webhooks/dispatch/deletion-notices.js';
+import { createRedisClient } from '../../src/shared/redis.js';
+
+const redisUrl = process.env['REDIS_URL'];
+/** Longer than mocha's timeout: a test that resolves did not wait for it. */
+const NEVER_MS = 60_000;
+
+(redisUrl === undefined ? describe.skip : describe)('deletion notices over Redis (int)', function () {
+  this.timeout(10_000);
+  const url = redisUrl as string;
+  let channelPrefix: string;
+  const opened: { close(): void }[] = [];
+  const notices = async (waitMs: number, extra: { connectWaitMs?: number; url?: string } = {}): Promise<DeletionNotices> => {
+    const created = await createRedisDeletionNotices({ url, channelPrefix, waitMs, ...extra });
+    opened.push(created);
+    return created;
+  };
+  const listener = async (deleted: (subscriptionId: string) => void): Promise<DeletionListener> => {
+    const created = createRedisDeletionListener({ url, channelPrefix });
+    opened.push(created);
+    await created.listen(deleted);
+    return created;
+  };
+
+  beforeEach(() => {
+    channelPrefix = `test:${Math.random().toString(16).slice(2)}:`;
+  });
+  afterEach(() => {
+    for (const c of opened.splice(0)) c.close();
+  });
+
+  it('answers once every dispatcher has been told, each before the answer', async () => {
+    const told: string[] = [];
+    await listener((id) => told.push(`1:${id}`));
+    await listener((id) => told.push(`2:${id}`));
+    const api = await notices(NEVER_MS);
+    await api.tell('sub-a');
+    expect([...told].sort()).to.deep.equal(['1:sub-a', '2:sub-a']);
+    await api.tell('sub-b');
+    expect(told).to.have.length(4);
+  });
+
+  it('answers at once when no dispatcher listens', async () => {
+    const api = await notices(NEVER_MS);
+    await api.tell('sub-a');
+  });
+
+  it('tells the dispatchers of concurrent DELETEs on several API servers, each answered by its own acknowledgements', async () => {
+    const told: string[] = [];
+    await listener((id) => told.push(id));
+    const [a, b] = [await notices(NEVER_MS), await notices(NEVER_MS)];
+    const ids = Array.from({ length: 20 }, (_, i) => `sub-${i}`);
+    await Promise.all(ids.map((id, i) => (i % 2 === 0 ? a : b).tell(id)));
+    expect([...told].sort()).to.deep.equal([...ids].sort());
+  });
+
+  it('waits out its bound for a dispatcher that received the notice and does not answer (stalled), then answers', async () => {
+    // A subscriber on the notices channel that never acknowledges: a dispatcher whose event loop is stuck.
+    const stalled = createRedisClient(url, 'subscriber');
+    try {
+      await stalled.subscribe(`${channelPrefix}webhook-deletions`);
+      const told: string[] = [];
+      await listener((id) => told.push(id));
+      const api = await notices(400);
+      const started = performance.now();
+      await api.tell('sub-a');
+      expect(performance.now() - started, 'waited for the stalled one').to.be.at.least(350);
+      expect(told).to.deep.equal(['sub-a']);
+    } finally {
+      stalled.disconnect();
+    }
+  });
+
+  it('answers within its bound, without throwing, when Redis cannot be reached', async () => {
+    // A port nothing listens on.
+    const api = await notices(NEVER_MS, { url: 'redis://127.0.0.1:1', connectWaitMs: 100 });
+    await api.tell('sub-a');
+  });
+});

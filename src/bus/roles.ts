@@ -87,9 +87,7 @@ const tellDispatchers =
     let notices: DeletionNotices | null = null;
     beforeDeleteAnswered.push(async (subscriptionId) => notices?.tell(subscriptionId));
     return {
-      async start() {
-        notices = await createRedisDeletionNotices({ url, waitMs: DELETION_WAIT_MS });
-      },
+      start: async () => void (notices = createRedisDeletionNotices({ url, waitMs: DELETION_WAIT_MS })),
       stop: async () => notices?.close(),
     };
   };

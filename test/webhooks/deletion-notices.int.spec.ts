@@ -5,6 +5,7 @@ import { expect } from 'chai';
 import { performance } from 'node:perf_hooks';
 import { createRedisDeletionListener, createRedisDeletionNotices, type DeletionListener, type DeletionNotices } from '../../src/webhooks/dispatch/deletion-notices.js';
 import { createRedisClient } from '../../src/shared/redis.js';
+import { redisServerInstalled, startPrivateRedis } from '../support/redis-server.js';
 
 const redisUrl = process.env['REDIS_URL'];
 /** Longer than mocha's timeout: a test that resolves did not wait for it. */
@@ -16,7 +17,7 @@ const NEVER_MS = 60_000;
   let channelPrefix: string;
   const opened: { close(): void }[] = [];
   const notices = async (waitMs: number, extra: { connectWaitMs?: number; url?: string } = {}): Promise<DeletionNotices> => {
-    const created = await createRedisDeletionNotices({ url, channelPrefix, waitMs, ...extra });
+    const created = createRedisDeletionNotices({ url, channelPrefix, waitMs, ...extra });
     opened.push(created);
     return created;
   };
@@ -76,9 +77,39 @@ const NEVER_MS = 60_000;
     }
   });
 
-  it('answers within its bound, without throwing, when Redis cannot be reached', async () => {
+  it('answers after its bound, without throwing, when Redis cannot be reached', async () => {
     // A port nothing listens on.
-    const api = await notices(NEVER_MS, { url: 'redis://127.0.0.1:1', connectWaitMs: 100 });
+    const api = await notices(300, { url: 'redis://127.0.0.1:1', connectWaitMs: 100 });
+    const started = performance.now();
     await api.tell('sub-a');
+    expect(performance.now() - started).to.be.at.least(250);
+  });
+
+  (redisServerInstalled() ? it : it.skip)('answers at once while Redis is away after start, and waits for the dispatchers again once it is back', async function () {
+    this.timeout(30_000);
+    const redis = await startPrivateRedis();
+    try {
+      const told: string[] = [];
+      const onPrivate = { url: redis.url, channelPrefix };
+      const dispatcher = createRedisDeletionListener(onPrivate);
+      const api = createRedisDeletionNotices({ ...onPrivate, waitMs: NEVER_MS });
+      opened.push(dispatcher, api);
+      await dispatcher.listen((id) => told.push(id));
+      await api.tell('before');
+      expect(told).to.deep.equal(['before']);
+      await redis.stop();
+      // PUBLISH fails at once: the dispatchers meet the deletion in the log.
+      await api.tell('during');
+      await redis.start();
+      // Both sides subscribe again after their reconnect, each in its own time.
+      for (let i = 0; !told.includes('after') && i < 100; i++) {
+        await api.tell('after');
+        if (!told.includes('after')) await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect(told).to.not.include('during');
+      expect(told.filter((id) => id === 'after')).to.have.length(1);
+    } finally {
+      await redis.stop();
+    }
   });
 });

@@ -44,18 +44,20 @@ const channels = (options: DeletionNoticeOptions) => ({
   acks: `${options.channelPrefix ?? ''}webhook-deletion-acks`,
 });
 
-/** Subscribes to `channel` (waiting for Redis at most a few seconds: a process starts without it, and subscribes when it comes). */
-const connect = async (options: DeletionNoticeOptions, channel: string, onMessage: (message: string, publisher: Redis) => void) => {
+/** Subscribes to `channel` once Redis is there (`subscription`; `subscribed`: whether it was within a few seconds). */
+const connect = (options: DeletionNoticeOptions, channel: string, onMessage: (message: string, publisher: Redis) => void) => {
   const publisher = createRedisClient(options.url, 'command');
   const subscriber = createRedisClient(options.url, 'subscriber');
   subscriber.on('message', (from: string, message: string) => {
     if (from === channel) onMessage(message, publisher);
   });
-  if (!(await succeedsWithin(Promise.all([subscriber.subscribe(channel), redisReady(publisher)]), options.connectWaitMs ?? CONNECT_WAIT_MS))) {
-    console.warn('webhooks: Redis cannot be reached; a DELETE does not wait for the dispatchers until it can');
-  }
+  const subscription = Promise.all([subscriber.subscribe(channel), redisReady(publisher)]);
+  // A subscription still queued when the connection closes fails; nobody waits for it then.
+  subscription.catch(() => undefined);
   return {
     publisher,
+    subscription,
+    subscribed: succeedsWithin(subscription, options.connectWaitMs ?? CONNECT_WAIT_MS),
     close(): void {
       subscriber.disconnect();
       publisher.disconnect();
@@ -63,11 +65,12 @@ const connect = async (options: DeletionNoticeOptions, channel: string, onMessag
   };
 };
 
-export const createRedisDeletionNotices = async (options: DeletionNoticeOptions & { readonly waitMs: number }): Promise<DeletionNotices> => {
+/** Starts without waiting for Redis: an API server serves what does not need it. */
+export const createRedisDeletionNotices = (options: DeletionNoticeOptions & { readonly waitMs: number }): DeletionNotices => {
   const { notices, acks } = channels(options);
   /** Per notice waiting for its acknowledgements: called once per acknowledgement. */
   const waiting = new Map<string, () => void>();
-  const { publisher, close } = await connect(options, acks, (id) => waiting.get(id)?.());
+  const { publisher, subscription, close } = connect(options, acks, (id) => waiting.get(id)?.());
   return {
     async tell(subscriptionId) {
       const id = randomUUID();
@@ -80,6 +83,8 @@ export const createRedisDeletionNotices = async (options: DeletionNoticeOptions 
         if (++acknowledged >= receivers) done();
       });
       try {
+        // Acknowledgements are heard only once subscribed to them (at start, or after an outage).
+        if (!(await succeedsWithin(subscription, options.waitMs))) throw new Error('Redis cannot be reached');
         receivers = await publisher.publish(notices, `${id} ${subscriptionId}`);
         if (acknowledged >= receivers) done();
         await succeedsWithin(all, options.waitMs);
@@ -95,16 +100,18 @@ export const createRedisDeletionNotices = async (options: DeletionNoticeOptions 
 
 export const createRedisDeletionListener = (options: DeletionNoticeOptions): DeletionListener => {
   const { notices, acks } = channels(options);
-  let connection: Awaited<ReturnType<typeof connect>> | null = null;
+  let connection: ReturnType<typeof connect> | null = null;
   return {
+    /** Resolves once subscribed, so no DELETE after it is missed, or after a few seconds without Redis (subscribed when it comes). */
     async listen(deleted) {
-      connection = await connect(options, notices, (message, publisher) => {
+      connection = connect(options, notices, (message, publisher) => {
         const space = message.indexOf(' ');
         if (space < 0) return;
         deleted(message.slice(space + 1));
         // Unanswered when Redis is away: the API server waits out its bound.
         publisher.publish(acks, message.slice(0, space)).catch(() => undefined);
       });
+      if (!(await connection.subscribed)) console.warn('webhooks: Redis cannot be reached; DELETEs answered meanwhile are met in the log');
     },
     close: () => connection?.close(),
   };

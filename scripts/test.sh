@@ -56,7 +56,7 @@ export KAFKA_BROKERS="127.0.0.1:$KAFKA_PORT"
 # their own (distributed roles, crash torture and soak, the bus through Kafka outages, the OpenAPI
 # fuzzer), then three folders of long ones (billing's clock, the CLI, /updates) that even the lanes
 # out, in one; every other spec in the other. One process keeps one of the two cores busy on
-# average, as most specs wait on servers, receivers and timers: two lanes take about 10 minutes here
+# average, as most specs wait on servers, receivers and timers: two lanes take about 11 minutes here
 # instead of 14. Beside the other lane the crash torture once found deliveries 1.1 s after their
 # subscription's DELETE was answered; a DELETE now waits for the dispatchers to acknowledge it.
 # Specs that stop or restart an engine start a private one

@@ -1,12 +1,13 @@
 // A DELETE tells the distributed mode's dispatchers (Redis pub/sub), as the embedded mode tells its
 // worker thread (thread.ts), and answers once each has stopped sending to the subscription. Without
 // it, a dispatcher whose check of the log came just before the marker, and whose event loop then
-// stalled, could send after the answer (found by the distributed crash torture under CPU pressure:
-// deliveries 1.1 s after their DELETE). Each dispatcher keeps a subscriber connection on the notices
-// channel; the API server publishes "<notice id> <subscription id>", learns from PUBLISH how many
-// dispatchers received it, and waits for as many acknowledgements, at most `waitMs`. A dispatcher
-// that cannot answer in time (stalled, or gone after the publish) is not waited for longer, nor is
-// an unreachable Redis: its check of the log before each attempt still meets the marker.
+// stalled, could send after the answer (the likely cause of what the distributed crash torture
+// found under CPU pressure: deliveries 1.1 s after their DELETE). Each dispatcher keeps a subscriber
+// connection on the notices channel; the API server publishes "<notice id> <subscription id>",
+// learns from PUBLISH how many dispatchers received it, and waits for as many acknowledgements, at
+// most `waitMs`. A dispatcher that cannot answer in time (stalled, or gone after the publish) is not
+// waited for longer, nor is an unreachable Redis: its check of the log before each attempt still
+// meets the marker.
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { createRedisClient, redisReady } from '../../shared/redis.js';

@@ -17,7 +17,7 @@ export interface DeletionNoticeOptions {
   readonly url: string;
   /** Namespaces the channels (tests, several deployments on one Redis). */
   readonly channelPrefix?: string;
-  /** How long to wait for Redis at start before going on without it (default 3 s). */
+  /** How long a dispatcher's `listen` waits for Redis before going on without it (default 3 s). */
   readonly connectWaitMs?: number;
 }
 
@@ -45,7 +45,7 @@ const channels = (options: DeletionNoticeOptions) => ({
   acks: `${options.channelPrefix ?? ''}webhook-deletion-acks`,
 });
 
-/** Subscribes to `channel` once Redis is there (`subscription`; `subscribed`: whether it was within a few seconds). */
+/** Subscribes to `channel` once Redis is there (`subscription`). */
 const connect = (options: DeletionNoticeOptions, channel: string, onMessage: (message: string, publisher: Redis) => void) => {
   const publisher = createRedisClient(options.url, 'command');
   const subscriber = createRedisClient(options.url, 'subscriber');
@@ -58,7 +58,6 @@ const connect = (options: DeletionNoticeOptions, channel: string, onMessage: (me
   return {
     publisher,
     subscription,
-    subscribed: succeedsWithin(subscription, options.connectWaitMs ?? CONNECT_WAIT_MS),
     close(): void {
       subscriber.disconnect();
       publisher.disconnect();
@@ -112,7 +111,7 @@ export const createRedisDeletionListener = (options: DeletionNoticeOptions): Del
         // Unanswered when Redis is away: the API server waits out its bound.
         publisher.publish(acks, message.slice(0, space)).catch(() => undefined);
       });
-      if (!(await connection.subscribed)) console.warn('webhooks: Redis cannot be reached; DELETEs answered meanwhile are met in the log');
+      if (!(await succeedsWithin(connection.subscription, options.connectWaitMs ?? CONNECT_WAIT_MS))) console.warn('webhooks: Redis cannot be reached; DELETEs answered meanwhile are met in the log');
     },
     close: () => connection?.close(),
   };

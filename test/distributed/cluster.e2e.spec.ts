@@ -286,13 +286,16 @@ describe('distributed mode with real processes (e2e)', function () {
     expect(verifySignature(old, retry.body, header(retry, 'X-Webhook-Signature'))).to.equal(true);
   });
 
-  it('answers a DELETE once the dispatchers stopped sending to the subscription: one that cannot (stopped with SIGSTOP) is waited for, up to a bound', async () => {
+  it('answers a DELETE once the dispatchers stopped sending to the subscription: one that cannot (stopped with SIGSTOP) is waited for, up to a bound, and sends nothing to it once running again', async () => {
     const ws = await createWorkspace();
-    const sub = await subscribe(ws, receivers[0] as Receiver);
+    const receiver = receivers[0] as Receiver;
+    const sub = await subscribe(ws, receiver);
     // The dispatchers are told over Redis and each acknowledges; a stopped one holds the answer until
     // the bound (2 s), as a dispatcher whose event loop is stuck would.
     for (const d of dispatchers) d.kill('SIGSTOP');
     try {
+      // Its events wait in Kafka for the stopped dispatchers, which meet them after the DELETE.
+      await createTicket(ws, 0);
       const started = performance.now();
       const deleted = await ws.api(1, 'DELETE', `/api/v1/webhooks/${sub}`);
       expect(deleted.status).to.equal(204);
@@ -301,6 +304,10 @@ describe('distributed mode with real processes (e2e)', function () {
       for (const d of dispatchers) d.kill('SIGCONT');
     }
     expect((await ws.api(0, 'DELETE', `/api/v1/webhooks/${sub}`)).status).to.equal(404);
+    const toDeleted = new Set((await feedIds(ws)).map((eventId) => deliveryIdOf(eventId, sub)));
+    expect(toDeleted.size).to.be.greaterThan(0);
+    await settle(1_000);
+    expect(receiver.requests.filter((r) => toDeleted.has(header(r, 'X-Webhook-Id'))), 'deliveries to the deleted subscription').to.deep.equal([]);
   });
 
   it('serves one shared copy of the read models: what one server answered, the other reads at once', async () => {

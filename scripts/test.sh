@@ -59,10 +59,9 @@ export KAFKA_BROKERS="127.0.0.1:$KAFKA_PORT"
 # one of the two cores busy on average, as most specs wait on servers, receivers and timers: two
 # lanes take about 11 minutes here instead of 14. They are not the default: beside the other lane,
 # specs that time an engine's recovery fail now and then (on 2026-11-25 the Kafka ride-out spec's
-# consumer came back as a new member of its group after the broker's restart).
-# Specs that stop or restart an engine start a private one
-# (test/support/redis-server.ts, their own Kafka port); the others use topics, groups, key prefixes
-# and workspaces of their own on the shared engines.
+# consumer came back as a new member of its group after the broker's restart). Specs that stop or
+# restart an engine start a private one (test/support/redis-server.ts, their own Kafka port); the
+# others use topics, groups, key prefixes and workspaces of their own on the shared engines.
 # The globs are explicit so the run stays whole even if .mocharc.json drops its "spec".
 heavy=('test/distributed/**/*.spec.ts' 'test/reliability/**/*.spec.ts' 'test/bus/**/*.spec.ts' 'test/openapi/fuzz.e2e.spec.ts'
   'test/billing/**/*.spec.ts' 'test/cli/**/*.spec.ts' 'test/updates/**/*.spec.ts')

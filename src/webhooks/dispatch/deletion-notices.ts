@@ -82,12 +82,15 @@ export const createRedisDeletionNotices = (options: DeletionNoticeOptions & { re
       waiting.set(id, () => {
         if (++acknowledged >= receivers) done();
       });
+      // One bound for the whole wait, however it is spent.
+      const deadline = performance.now() + options.waitMs;
+      const left = () => Math.max(0, deadline - performance.now());
       try {
         // Acknowledgements are heard only once subscribed to them (at start, or after an outage).
-        if (!(await succeedsWithin(subscription, options.waitMs))) throw new Error('Redis cannot be reached');
+        if (!(await succeedsWithin(subscription, left()))) throw new Error('Redis cannot be reached');
         receivers = await publisher.publish(notices, `${id} ${subscriptionId}`);
         if (acknowledged >= receivers) done();
-        await succeedsWithin(all, options.waitMs);
+        await succeedsWithin(all, left());
       } catch (error) {
         console.warn(`webhook ${subscriptionId}: the dispatchers could not be told of its deletion (${String(error)}); they meet it in the log`);
       } finally {

@@ -6,8 +6,8 @@
 // the moment the restarted broker answers to each consumer's first event after it; the figure is the
 // later of the two. The clients: the dispatchers' (it retries a broker it cannot reach for
 // CONSUMER_RIDE_OUT_MS) and kafkajs's retries as the relay and /readyz have them (they give up after
-// about 6 s, and a consumer that gave up joins again as a new member). The ceiling beside them is the
-// broker's own restart (kill → answering), which no client can beat.
+// about 6 s: a consumer that gave up joins again as a new member, and the one it was leaves). The
+// ceiling beside them is the broker's own restart (kill → answering), which no client can beat.
 import { loadavg } from 'node:os';
 import { Partitioners, type Kafka } from 'kafkajs';
 import { createBusConsumer } from '../../src/bus/consumer.js';
@@ -76,7 +76,7 @@ const measure = async (label: string, rideOutMs: number | undefined) => {
   await ensureTopic(kafka, topic);
   const lastHandled = [0, 0];
   const consumers = lastHandled.map((_, k) =>
-    createBusConsumer({ kafka, topic, group, sessionTimeoutMs: SESSION_MS, handle: async () => void (lastHandled[k] = performance.now()), onError: () => undefined }),
+    createBusConsumer({ kafka, brokers: BROKERS, topic, group, sessionTimeoutMs: SESSION_MS, handle: async () => void (lastHandled[k] = performance.now()), onError: () => undefined }),
   );
   const admin = kafka.admin();
   await Promise.all([...consumers.map((c) => c.start()), admin.connect()]);

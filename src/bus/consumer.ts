@@ -5,9 +5,13 @@
 // of the batch whose events are handled. A message that is not a valid envelope is logged and skipped.
 // When `handle` fails (the log is unreachable), the partition is rewound to the failed message and
 // paused for `retryDelayMs`, so it is handed over again and nothing behind it is committed past it.
+// When kafkajs restarts the consumer after a crash (a lone broker that closes its connections on a
+// restart), it joins as a new member; the member it was is removed from the group on its behalf
+// (leave-group.ts), so the group hands out the partitions at once instead of after a session.
 import type { Consumer, EachBatchPayload, Kafka } from 'kafkajs';
 import type { RecordedEvent } from '../log/event-log.js';
 import { succeedsWithin } from '../shared/within.js';
+import { removeMember } from './leave-group.js';
 import { fromMessage, PoisonMessage } from './message.js';
 
 /** The longest a stop waits for the consumer to leave its group. */
@@ -15,6 +19,8 @@ const STOP_WAIT_MS = 5_000;
 
 export interface BusConsumerOptions {
   readonly kafka: Kafka;
+  /** The bootstrap brokers of `kafka`, for removing the member a restarted consumer was. */
+  readonly brokers: readonly string[];
   readonly topic: string;
   readonly group: string;
   /** Idempotent per event (a rebalance or a crash hands an event over again); resolves once its work is durable. */
@@ -41,6 +47,7 @@ export const createBusConsumer = (options: BusConsumerOptions): BusConsumer => {
   const onError = options.onError ?? ((error: unknown) => console.error('bus consumer:', error));
   let consumer: Consumer | null = null;
   const resumeTimers = new Set<NodeJS.Timeout>();
+  let removals = new AbortController();
 
   /** Runs `handle` over the batch in order, `window` at a time; how many lead messages are done, and whether one failed. */
   const handleAll = async (payload: EachBatchPayload): Promise<{ done: number; failed: boolean }> => {
@@ -107,6 +114,20 @@ export const createBusConsumer = (options: BusConsumerOptions): BusConsumer => {
         retry: { retries: Number.MAX_SAFE_INTEGER, initialRetryTime: 300, maxRetryTime: 5000 },
       });
       consumer = created;
+      const { signal } = (removals = new AbortController());
+      let member: string | null = null;
+      created.on(created.events.GROUP_JOIN, ({ payload }) => {
+        member = payload.memberId;
+      });
+      created.on(created.events.CRASH, ({ payload }) => {
+        if (!payload.restart || member === null) return;
+        const memberId = member;
+        member = null;
+        onError(new Error(`kafkajs restarts the consumer after: ${payload.error.message}; the member it was (${memberId}) leaves the group`));
+        removeMember({ brokers: options.brokers, clientId: `${options.group}-leave`, groupId: options.group, memberId }, { signal }).catch((error: unknown) => {
+          if (!signal.aborted) onError(error);
+        });
+      });
       await created.connect();
       // A new group starts at the beginning: events relayed before the first dispatcher started count.
       await created.subscribe({ topic, fromBeginning: true });
@@ -120,6 +141,7 @@ export const createBusConsumer = (options: BusConsumerOptions): BusConsumer => {
     async stop() {
       resumeTimers.forEach(clearTimeout);
       resumeTimers.clear();
+      removals.abort();
       const stopping = consumer;
       consumer = null;
       // While the broker is away kafkajs's disconnect waits out the client's retries (a dispatcher's

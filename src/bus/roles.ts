@@ -60,8 +60,10 @@ const relayFeatures = (core: Core): Feature[] => {
 
 const dispatcherFeatures = (core: Core): Feature[] => {
   const { config } = core;
+  const brokers = brokersOf(config);
   const bus = {
-    kafka: createKafka(brokersOf(config), 'dispatcher', CONSUMER_RIDE_OUT_MS),
+    kafka: createKafka(brokers, 'dispatcher', CONSUMER_RIDE_OUT_MS),
+    brokers,
     topic: config.kafkaTopic,
     group: config.kafkaGroup,
     sessionTimeoutMs: config.kafkaSessionTimeoutMs,

@@ -19,6 +19,7 @@ import { createBusConsumer } from './consumer.js';
 
 export interface KafkaSourceOptions {
   readonly kafka: Kafka;
+  readonly brokers: readonly string[];
   readonly topic: string;
   readonly group: string;
   readonly retryDelayMs?: number;

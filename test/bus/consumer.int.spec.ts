@@ -7,7 +7,7 @@ import { ensureTopic } from '../../src/bus/kafka.js';
 import { toMessage } from '../../src/bus/message.js';
 import type { RecordedEvent } from '../../src/log/event-log.js';
 import { randomId } from '../../src/shared/ids.js';
-import { openTempLog, requireKafka, uniqueName, type TempLog } from '../support/bus-kafka.js';
+import { brokersFromEnv, openTempLog, requireKafka, uniqueName, type TempLog } from '../support/bus-kafka.js';
 import { eventually } from '../support/webhooks-dispatch.js';
 import { appendEvents, ticketUpdated } from '../support/updates-events.js';
 
@@ -30,7 +30,7 @@ describe('bus consumer (real Kafka)', function () {
   const produceEvents = (records: readonly RecordedEvent[]) => produce(records.map((r) => { const m = toMessage(r); return { key: m.key, value: m.value, headers: { ...m.headers } }; }));
 
   const start = async (handle: (record: RecordedEvent) => Promise<void>): Promise<BusConsumer> => {
-    const consumer = createBusConsumer({ kafka, topic, group, handle, retryDelayMs: 100, onError: (e) => errors.push(e) });
+    const consumer = createBusConsumer({ kafka, brokers: brokersFromEnv() ?? [], topic, group, handle, retryDelayMs: 100, onError: (e) => errors.push(e) });
     await consumer.start();
     consumers.push(consumer);
     return consumer;

@@ -68,6 +68,7 @@ const reader = (buffer: Buffer) => {
 /** Sends one request on a connection of its own; resolves the response after its correlation id. */
 const exchange = (address: string, request: Buffer, options: RemoveOptions): Promise<Buffer> =>
   new Promise((resolve, reject) => {
+    options.signal.throwIfAborted();
     const colon = address.lastIndexOf(':');
     const socket = createConnection({ host: address.slice(0, colon), port: Number(address.slice(colon + 1)) });
     // Not the socket's own `signal` option: its listener stays on the signal after the socket closes.

@@ -51,21 +51,19 @@ fi
 
 export REDIS_URL="redis://127.0.0.1:$REDIS_PORT"
 export KAFKA_BROKERS="127.0.0.1:$KAFKA_PORT"
-# Every spec file in one mocha process, one after another, unless TEST_LANES=2: then two lanes side
-# by side, each a mocha process running its files one at a time: the specs that start several
-# server processes and engines of their own (distributed roles, crash torture and soak, the bus
-# through Kafka outages, the OpenAPI fuzzer), then three folders of long ones (billing's clock, the
-# CLI, /updates) that even the lanes out, in one; every other spec in the other. One process keeps
-# one of the two cores busy on average, as most specs wait on servers, receivers and timers: two
-# lanes take about 11 minutes here instead of 14. They are not the default: beside the other lane,
-# specs that time an engine's recovery fail now and then (on 2026-11-25 the Kafka ride-out spec's
-# consumer came back as a new member of its group after the broker's restart). Specs that stop or
-# restart an engine start a private one (test/support/redis-server.ts, their own Kafka port); the
-# others use topics, groups, key prefixes and workspaces of their own on the shared engines.
+# Two lanes side by side, each a mocha process running its files one at a time: the specs that
+# start several server processes and engines of their own (distributed roles, crash torture and
+# soak, the bus through Kafka outages, the OpenAPI fuzzer), then three folders of long ones
+# (billing's clock, the CLI, /updates) that even the lanes out, in one; every other spec in the
+# other. One process keeps one of the two cores busy on average, as most specs wait on servers,
+# receivers and timers: the lanes take 8 minutes here where one process takes 14. TEST_LANES=1 runs
+# every spec file in one process, one after another. Specs that stop or restart an engine start a
+# private one (test/support/redis-server.ts, their own Kafka port); the others use topics, groups,
+# key prefixes and workspaces of their own on the shared engines.
 # The globs are explicit so the run stays whole even if .mocharc.json drops its "spec".
 heavy=('test/distributed/**/*.spec.ts' 'test/reliability/**/*.spec.ts' 'test/bus/**/*.spec.ts' 'test/openapi/fuzz.e2e.spec.ts'
   'test/billing/**/*.spec.ts' 'test/cli/**/*.spec.ts' 'test/updates/**/*.spec.ts')
-if [[ "${TEST_LANES:-1}" != 2 ]]; then
+if [[ "${TEST_LANES:-2}" == 1 ]]; then
   npx mocha 'test/**/*.spec.ts' "$@"
   exit
 fi

@@ -32,6 +32,8 @@ export interface BusConsumerOptions {
   readonly window?: number;
   readonly partitionsConsumedConcurrently?: number;
   readonly onError?: (error: unknown) => void;
+  /** kafkajs stopped the consumer for good (an error it does not retry, such as a group whose members use other assignors): nothing is consumed until a restart. */
+  readonly onStopped?: (error: Error) => void;
 }
 
 export interface BusConsumer {
@@ -120,7 +122,14 @@ export const createBusConsumer = (options: BusConsumerOptions): BusConsumer => {
         member = payload.memberId;
       });
       created.on(created.events.CRASH, ({ payload }) => {
-        if (!payload.restart || member === null) return;
+        if (consumer !== created) return;
+        if (!payload.restart) {
+          const error = new Error(`kafkajs stopped the consumer of ${topic} in group ${options.group} for good: ${payload.error.message}`, { cause: payload.error });
+          onError(error);
+          options.onStopped?.(error);
+          return;
+        }
+        if (member === null) return;
         const memberId = member;
         member = null;
         onError(new Error(`kafkajs restarts the consumer after: ${payload.error.message}; the member it was (${memberId}) leaves the group`));

@@ -14,6 +14,7 @@
 // Every role serves /healthz and /readyz.
 import type { Core, Feature, FeatureFactory } from '../app/core.js';
 import { ConfigError, type Config } from '../config/config.js';
+import type { HealthCheck } from '../health/checks.js';
 import { checksFor, createHealthFeature, healthFeature } from '../health/feature.js';
 import { feedPublisherFeature } from '../updates/feature.js';
 import { webhooksWithDelivery, webhooksWithDeliveryFeature } from '../webhooks/dispatch/feature.js';
@@ -61,17 +62,26 @@ const relayFeatures = (core: Core): Feature[] => {
 const dispatcherFeatures = (core: Core): Feature[] => {
   const { config } = core;
   const brokers = brokersOf(config);
+  // Once kafkajs has stopped the consumer for good, the dispatcher delivers nothing: /readyz says so.
+  let stopped: Error | null = null;
+  const consuming: HealthCheck = {
+    name: 'kafka consumer',
+    check: async () => {
+      if (stopped !== null) throw stopped;
+    },
+  };
   const bus = {
     kafka: createKafka(brokers, 'dispatcher', CONSUMER_RIDE_OUT_MS),
     brokers,
     topic: config.kafkaTopic,
     group: config.kafkaGroup,
     sessionTimeoutMs: config.kafkaSessionTimeoutMs,
+    onStopped: (error: Error) => void (stopped = error),
   };
   if (config.redisUrl === null) {
     console.warn('dispatcher without REDIS_URL: its retry schedule is its own, so run only one dispatcher (each would send every retry)');
     const delivery = webhooksWithDelivery(createKafkaSource(bus))(core);
-    return [delivery, healthFeature(core, delivery.deliveryEngine)];
+    return [delivery, healthFeature(core, delivery.deliveryEngine, [consuming])];
   }
   // A claim outlives one attempt (its send timeout, then recording), so only a dead dispatcher's claims expire.
   const shared = createRedisRetrySchedule({ url: config.redisUrl, leaseMs: 2 * config.webhooks.timeoutMs + CLAIM_LEASE_MARGIN_MS });
@@ -79,7 +89,7 @@ const dispatcherFeatures = (core: Core): Feature[] => {
   const leases = createRedisReplayLeases({ url: config.redisUrl, ttlMs: config.webhooks.replayLeaseMs });
   const deletions = createRedisDeletionListener({ url: config.redisUrl });
   const delivery = webhooksWithDelivery(createKafkaSource(bus, history.restore), { shared, records: history.records, leases, deletions })(core);
-  return [history.feature, delivery, healthFeature(core, delivery.deliveryEngine)];
+  return [history.feature, delivery, healthFeature(core, delivery.deliveryEngine, [consuming])];
 };
 
 /** A DELETE answers once the dispatchers have stopped sending to the subscription (src/webhooks/dispatch/deletion-notices.ts). */

@@ -24,6 +24,7 @@ export interface KafkaSourceOptions {
   readonly group: string;
   readonly retryDelayMs?: number;
   readonly sessionTimeoutMs?: number;
+  readonly onStopped?: (error: Error) => void;
 }
 
 /** Deactivations, and the manual retries API servers record in the delivery history (src/webhooks/dispatch/history.ts). */

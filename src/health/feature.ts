@@ -66,6 +66,6 @@ export const createHealthFeature = (checks: readonly HealthCheck[], options: Hea
   };
 };
 
-/** /healthz and /readyz for the engines the configured role needs (and the backlog of its delivery engine, if it runs one). */
-export const healthFeature = (core: Core, engine?: EngineStatusSource): Feature =>
-  createHealthFeature(checksFor(core.config, core.log), engine === undefined ? {} : { delivery: { engine, core } });
+/** /healthz and /readyz for the engines the configured role needs (and the backlog of its delivery engine, if it runs one), and the role's own `checks`. */
+export const healthFeature = (core: Core, engine?: EngineStatusSource, checks: readonly HealthCheck[] = []): Feature =>
+  createHealthFeature([...checksFor(core.config, core.log), ...checks], engine === undefined ? {} : { delivery: { engine, core } });

@@ -3,16 +3,15 @@
 // process, killed with SIGKILL once it has joined. Until its session ends (45 s here) the group hands
 // no partition to anyone else, unless it is removed.
 import { expect } from 'chai';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { createInterface } from 'node:readline';
 import { createBusConsumer, type BusConsumer } from '../../src/bus/consumer.js';
 import { ensureTopic } from '../../src/bus/kafka.js';
 import { GroupError, removeMember } from '../../src/bus/leave-group.js';
 import { toMessage } from '../../src/bus/message.js';
 import { randomId } from '../../src/shared/ids.js';
 import { succeedsWithin } from '../../src/shared/within.js';
-import { brokersFromEnv, openTempLog, requireKafka, uniqueName } from '../support/bus-kafka.js';
+import { brokersFromEnv, ghost, openTempLog, requireKafka, uniqueName } from '../support/bus-kafka.js';
 import { appendEvents, ticketUpdated } from '../support/updates-events.js';
 import { eventually } from '../support/webhooks-dispatch.js';
 import type { Kafka } from 'kafkajs';
@@ -20,20 +19,6 @@ import type { Kafka } from 'kafkajs';
 const SESSION_MS = 45_000;
 /** Well inside SESSION_MS: a group that waited for the dead member could not make it. */
 const HANDED_OVER_MS = 15_000;
-
-/** A kafkajs consumer of `group` in a process of its own; resolves its member id once it has joined. */
-const ghost = async (brokers: readonly string[], topic: string, group: string): Promise<{ child: ChildProcess; memberId: string }> => {
-  const script = `
-    const { Kafka, logLevel } = require('kafkajs');
-    const consumer = new Kafka({ clientId: 'ghost', brokers: ${JSON.stringify(brokers)}, logLevel: logLevel.NOTHING })
-      .consumer({ groupId: ${JSON.stringify(group)}, sessionTimeout: ${SESSION_MS}, heartbeatInterval: 3000 });
-    consumer.on(consumer.events.GROUP_JOIN, (e) => console.log(e.payload.memberId));
-    consumer.connect().then(() => consumer.subscribe({ topic: ${JSON.stringify(topic)} })).then(() => consumer.run({ eachMessage: async () => {} }));`;
-  const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const lines = createInterface({ input: child.stdout as NonNullable<ChildProcess['stdout']> });
-  const [memberId] = (await once(lines, 'line')) as [string];
-  return { child, memberId };
-};
 
 describe('removing a consumer group member on its behalf (real Kafka)', function () {
   this.timeout(90_000);
@@ -57,7 +42,7 @@ describe('removing a consumer group member on its behalf (real Kafka)', function
   it('removes a member that died without leaving: the group hands its partitions to a new member at once', async () => {
     const [topic, group] = [uniqueName('leave'), uniqueName('group')];
     await ensureTopic(kafka, topic, 3);
-    const dead = await ghost(brokers, topic, group);
+    const dead = await ghost(brokers, topic, group, { sessionTimeoutMs: SESSION_MS });
     children.push(dead.child);
     dead.child.kill('SIGKILL');
     await once(dead.child, 'exit');
@@ -88,7 +73,7 @@ describe('removing a consumer group member on its behalf (real Kafka)', function
   it("answers 'absent' for a member the group does not have, and for a group that does not exist", async () => {
     const [topic, group] = [uniqueName('leave'), uniqueName('group')];
     await ensureTopic(kafka, topic, 1);
-    const live = await ghost(brokers, topic, group);
+    const live = await ghost(brokers, topic, group, { sessionTimeoutMs: SESSION_MS });
     children.push(live.child);
     const signal = AbortSignal.timeout(HANDED_OVER_MS);
     expect(await removeMember(member(group, 'ghost-not-a-member'), { signal })).to.equal('absent');

@@ -1,8 +1,11 @@
 // Helpers for the bus tests against the real Kafka that `npm test` starts (KAFKA_BROKERS): without
 // it those tests are pending. Topics and groups are random per test so runs never see each other.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
+import { createInterface } from 'node:readline';
 import type { Kafka, KafkaMessage } from 'kafkajs';
 import { createKafka } from '../../src/bus/kafka.js';
 import { openSqliteLog, type SqliteEventLog } from '../../src/log/sqlite.js';
@@ -59,3 +62,30 @@ export const readTopic = async (kafka: Kafka, topic: string, count: number, quie
 };
 
 export const headerOf = (message: KafkaMessage, name: string): string => String(message.headers?.[name] ?? '');
+
+/**
+ * A kafkajs consumer of `group` in a process of its own, to kill without a word (SIGKILL) or to keep
+ * as a member the group's others must agree with; resolves its member id once it has joined.
+ * `assigner` renames its partition assigner (kafkajs's round robin), which no other member then shares.
+ */
+export const ghost = async (
+  brokers: readonly string[],
+  topic: string,
+  group: string,
+  options: { readonly sessionTimeoutMs: number; readonly assigner?: string },
+): Promise<{ child: ChildProcess; memberId: string }> => {
+  const script = `
+    const { Kafka, logLevel, PartitionAssigners } = require('kafkajs');
+    const assigner = ${JSON.stringify(options.assigner ?? null)};
+    const consumer = new Kafka({ clientId: 'ghost', brokers: ${JSON.stringify(brokers)}, logLevel: logLevel.NOTHING }).consumer({
+      groupId: ${JSON.stringify(group)}, sessionTimeout: ${options.sessionTimeoutMs}, heartbeatInterval: 3000,
+      ...(assigner === null ? {} : { partitionAssigners: [(config) => ({ ...PartitionAssigners.roundRobin(config), name: assigner })] }),
+    });
+    consumer.on(consumer.events.GROUP_JOIN, (e) => console.log(e.payload.memberId));
+    consumer.connect().then(() => consumer.subscribe({ topic: ${JSON.stringify(topic)} })).then(() => consumer.run({ eachMessage: async () => {} }));`;
+  const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const lines = createInterface({ input: child.stdout as NonNullable<ChildProcess['stdout']> });
+  const exited = once(child, 'exit').then(() => Promise.reject(new Error(`the ghost member of ${group} exited before it joined`)));
+  const [memberId] = (await Promise.race([once(lines, 'line'), exited])) as [string];
+  return { child, memberId };
+};

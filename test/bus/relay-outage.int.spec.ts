@@ -95,7 +95,7 @@ describe('bus through a Kafka outage (real Kafka, slow)', function () {
   });
 
   /**
-   * A dispatcher's consumer with the service's session (45 s here), its broker stopped with `signal`
+   * A dispatcher's consumer with a `session` of 45 s unless given, its broker stopped with `signal`
    * and restarted on its storage: the events sent after it are handled within RESUME_MS of the broker
    * answering, well inside the session a group would wait for a member that left without a word.
    */

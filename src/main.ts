@@ -1,4 +1,5 @@
 // Entry point: parse configuration, start the service, stop gracefully on SIGINT/SIGTERM.
+import { KafkaUnavailable } from './bus/kafka.js';
 import { ConfigError, loadConfig } from './config/config.js';
 import { LogUnavailable } from './log/event-log.js';
 import { ReadModelsUnavailable } from '../projections/tickets-store-sqlite.js';
@@ -37,7 +38,7 @@ const main = async () => {
 };
 
 main().catch((error: unknown) => {
-  if (error instanceof ConfigError || error instanceof LogUnavailable || error instanceof ReadModelsUnavailable) {
+  if (error instanceof ConfigError || error instanceof LogUnavailable || error instanceof ReadModelsUnavailable || error instanceof KafkaUnavailable) {
     console.error(`cannot start: ${error.message}`);
   } else {
     console.error('cannot start:', error);

@@ -11,6 +11,7 @@
 import type { Consumer, EachBatchPayload, Kafka } from 'kafkajs';
 import type { RecordedEvent } from '../log/event-log.js';
 import { succeedsWithin } from '../shared/within.js';
+import { reaching } from './kafka.js';
 import { removeMember } from './leave-group.js';
 import { fromMessage, PoisonMessage } from './message.js';
 
@@ -137,9 +138,11 @@ export const createBusConsumer = (options: BusConsumerOptions): BusConsumer => {
           if (!signal.aborted) onError(error);
         });
       });
-      await created.connect();
-      // A new group starts at the beginning: events relayed before the first dispatcher started count.
-      await created.subscribe({ topic, fromBeginning: true });
+      await reaching(async () => {
+        await created.connect();
+        // A new group starts at the beginning: events relayed before the first dispatcher started count.
+        await created.subscribe({ topic, fromBeginning: true });
+      });
       await created.run({
         autoCommit: true,
         eachBatchAutoResolve: false,

@@ -24,6 +24,27 @@ export const createKafka = (brokers: readonly string[], clientId: string, rideOu
     retry: rideOutMs === undefined ? { initialRetryTime: 200, retries: 5 } : { initialRetryTime: 200, maxRetryTime: 1000, retries: 3 + Math.ceil(rideOutMs / 1000) },
   });
 
+/** Kafka did not answer a process's start: said in one line (what failed to connect), not as kafkajs's chain of errors. */
+export class KafkaUnavailable extends Error {}
+
+/** Network failures at the bottom of kafkajs's errors: the broker list points nowhere, or Kafka is down. */
+const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ECONNRESET']);
+
+/** Runs a start's first talk with Kafka; a failure to reach it becomes a KafkaUnavailable naming the cause. */
+export const reaching = async <T>(work: () => Promise<T>): Promise<T> => {
+  try {
+    return await work();
+  } catch (error) {
+    let cause: unknown = error;
+    while (cause instanceof Error && cause.cause instanceof Error) cause = cause.cause;
+    const code = (cause as { code?: unknown } | null)?.code;
+    if (cause instanceof Error && ((typeof code === 'string' && UNREACHABLE.has(code)) || cause.name === 'KafkaJSConnectionError')) {
+      throw new KafkaUnavailable(`Kafka does not answer (KAFKA_BROKERS): ${cause.message}`, { cause: error });
+    }
+    throw error;
+  }
+};
+
 /** Creates the topic unless it exists (several processes may race to; the loser sees it exists). */
 export const ensureTopic = async (kafka: Kafka, topic: string, partitions = TOPIC_PARTITIONS): Promise<void> => {
   const admin: Admin = kafka.admin();

@@ -8,7 +8,7 @@ import { Partitioners, type Kafka, type Producer } from 'kafkajs';
 import { PUBLIC_EVENT_TYPES } from '../domain/event-types.js';
 import type { EventLog, LogSubscription, RecordedEvent } from '../log/event-log.js';
 import type { RelayCheckpoint } from './checkpoint.js';
-import { ensureTopic } from './kafka.js';
+import { ensureTopic, reaching } from './kafka.js';
 import { toMessage } from './message.js';
 import { createSequencedLookup } from './sequenced.js';
 
@@ -177,8 +177,10 @@ export const createRelay = (options: RelayOptions): Relay => {
 
   return {
     async start() {
-      await ensureTopic(kafka, topic);
-      await connectedProducer();
+      await reaching(async () => {
+        await ensureTopic(kafka, topic);
+        await connectedProducer();
+      });
       acked = written = seenThrough = await checkpoint.read();
       subscription = log.subscribe({ after: acked, types: PUBLIC_EVENT_TYPES }, handle);
       subscription.done.catch((error: unknown) => fail(error as Error));

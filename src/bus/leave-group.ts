@@ -74,7 +74,6 @@ const exchange = (address: string, request: Buffer, options: RemoveOptions): Pro
     // Not the socket's own `signal` option: its listener stays on the signal after the socket closes.
     const abort = () => socket.destroy(options.signal.reason as Error);
     options.signal.addEventListener('abort', abort, { once: true });
-    socket.on('close', () => options.signal.removeEventListener('abort', abort));
     let received = Buffer.alloc(0);
     socket.setTimeout(options.requestTimeoutMs ?? 5_000, () => socket.destroy(new Error(`${address}: no answer`)));
     socket.on('connect', () => socket.write(request));
@@ -85,7 +84,10 @@ const exchange = (address: string, request: Buffer, options: RemoveOptions): Pro
       resolve(received.subarray(8, 4 + received.readInt32BE(0)));
     });
     socket.on('error', reject);
-    socket.on('close', () => reject(new Error(`${address}: closed before an answer`)));
+    socket.on('close', () => {
+      options.signal.removeEventListener('abort', abort);
+      reject(new Error(`${address}: closed before an answer`));
+    });
   });
 
 const codeOf = (apiName: string, code: number): 'done' | 'again' | 'absent' => {

@@ -14,7 +14,7 @@
 // Every role serves /healthz and /readyz.
 import type { Core, Feature, FeatureFactory } from '../app/core.js';
 import { ConfigError, type Config } from '../config/config.js';
-import type { HealthCheck } from '../health/checks.js';
+import { failureCheck } from '../health/checks.js';
 import { checksFor, createHealthFeature, healthFeature } from '../health/feature.js';
 import { feedPublisherFeature } from '../updates/feature.js';
 import { webhooksWithDelivery, webhooksWithDeliveryFeature } from '../webhooks/dispatch/feature.js';
@@ -45,13 +45,7 @@ const relayFeatures = (core: Core): Feature[] => {
     topic: core.config.kafkaTopic,
     checkpoint: createLogCheckpoint(core.log, core.newId),
   });
-  const running = {
-    name: 'relay',
-    check: async () => {
-      const failure = relay.failure();
-      if (failure !== null) throw failure;
-    },
-  };
+  const running = failureCheck('relay', relay.failure);
   return [
     { name: 'relay', start: relay.start, stop: relay.stop },
     feedPublisherFeature(core),
@@ -64,12 +58,7 @@ const dispatcherFeatures = (core: Core): Feature[] => {
   const brokers = brokersOf(config);
   // Once kafkajs has stopped the consumer for good, the dispatcher delivers nothing: /readyz says so.
   let stopped: Error | null = null;
-  const consuming: HealthCheck = {
-    name: 'kafka consumer',
-    check: async () => {
-      if (stopped !== null) throw stopped;
-    },
-  };
+  const consuming = failureCheck('kafka consumer', () => stopped);
   const bus = {
     kafka: createKafka(brokers, 'dispatcher', CONSUMER_RIDE_OUT_MS),
     brokers,

@@ -11,6 +11,15 @@ export interface HealthCheck {
   close?(): Promise<void>;
 }
 
+/** A part of the process that can stop on its own (a relay, a Kafka consumer): ready while `failure` is null. */
+export const failureCheck = (name: string, failure: () => Error | null): HealthCheck => ({
+  name,
+  check: async () => {
+    const error = failure();
+    if (error !== null) throw error;
+  },
+});
+
 export const logCheck = (log: EventLog): HealthCheck => ({
   name: 'log',
   check: async () => void (await log.headPosition()),

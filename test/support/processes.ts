@@ -68,7 +68,13 @@ export const createProcessGroup = (baseEnv: Record<string, string>): ProcessGrou
     });
     const lines: string[] = [];
     output.set(`${name} (pid ${child.pid})`, lines);
-    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    const exited = new Promise<void>((resolve) =>
+      child.once('exit', (code, signal) => {
+        // In the outputs a failing test prints: a process that is gone says so, and how.
+        lines.push(`(exited: ${code ?? signal})`);
+        resolve();
+      }),
+    );
     const listening = new Promise<string>((resolve, reject) => {
       let text = '';
       child.stdout?.on('data', (chunk: Buffer) => {

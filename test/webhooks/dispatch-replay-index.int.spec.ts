@@ -1,8 +1,10 @@
 // A dispatcher fed by Kafka that restarts from the delivery history index in Redis remembers no
 // delivery of its own: an event Kafka hands over again (its offset was not committed before a crash,
 // or a rebalance moved its partition) must find its deliveries in the index, and neither schedule
-// nor send them a second time. Real SQLite log, real Redis (a private server, paused for the rough
-// path); the directory is a fixed one-subscription view.
+// nor send them a second time; with a shared schedule, one whose dispatcher died between recording
+// it and putting its attempt in the schedule is sent by the dispatcher the event is handed to. Real
+// SQLite log, real Redis (a private server, paused for the rough path); the directory is a fixed
+// one-subscription view.
 import { expect } from 'chai';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,6 +15,8 @@ import type { RecordedEvent } from '../../src/log/event-log.js';
 import { openSqliteLog, type SqliteEventLog } from '../../src/log/sqlite.js';
 import { createDispatcher, type Dispatcher } from '../../src/webhooks/dispatch/dispatcher.js';
 import { createHistoryIndexer, type HistoryIndexer } from '../../src/webhooks/dispatch/history-index.js';
+import { createRedisRetrySchedule } from '../../src/webhooks/dispatch/retry-schedule/redis.js';
+import type { SharedRetrySchedule } from '../../src/webhooks/dispatch/retry-schedule.js';
 import { recordsForKafka } from '../../src/webhooks/dispatch/shared-history.js';
 import type { DeliveryRequest } from '../../src/webhooks/sender.js';
 import type { SubscriptionDirectory } from '../../src/webhooks/subscriptions.js';
@@ -34,6 +38,7 @@ describe('dispatcher restarted from the Redis history index: an event handed ove
   let indexer: HistoryIndexer;
   let directory: SubscriptionDirectory;
   const dispatchers: Dispatcher[] = [];
+  const schedules: SharedRetrySchedule[] = [];
   const sent: DeliveryRequest[] = [];
 
   before(async function () {
@@ -55,6 +60,7 @@ describe('dispatcher restarted from the Redis history index: an event handed ove
   afterEach(async () => {
     redis.resume();
     for (const dispatcher of dispatchers.splice(0)) await dispatcher.stop();
+    for (const schedule of schedules.splice(0)) await schedule.close();
     await indexer.stop();
     await index.clear();
     await index.close();
@@ -63,8 +69,9 @@ describe('dispatcher restarted from the Redis history index: an event handed ove
   });
 
   /** A dispatcher as the Kafka source starts one: from what the index says is waiting. */
-  const startDispatcher = async (): Promise<Dispatcher> => {
-    const dispatcher = createDispatcher({ ...recordingDeps(log, directory, sent), records: recordsForKafka(log, index, indexer) });
+  const startDispatcher = async (schedule?: SharedRetrySchedule): Promise<Dispatcher> => {
+    const deps = { ...recordingDeps(log, directory, sent), records: recordsForKafka(log, index, indexer) };
+    const dispatcher = createDispatcher(schedule === undefined ? deps : { ...deps, schedule: { shared: schedule } });
     dispatchers.push(dispatcher);
     const pending = await indexer.pending();
     await dispatcher.resume(pending.deliveries, pending.fannedOutThrough);
@@ -109,5 +116,34 @@ describe('dispatcher restarted from the Redis history index: an event handed ove
     await settle(300);
     expect(sent).to.have.length(1);
     expect(await scheduledSteps()).to.equal(1);
+  });
+
+  it('with a shared schedule, sends a delivery whose dispatcher died between recording it and putting its attempt in the schedule', async () => {
+    const event = await publicEvent();
+    const shared = createRedisRetrySchedule({ url: redis.url, leaseMs: 10_000, keyPrefix: `test:${Math.random().toString(16).slice(2)}:` });
+    schedules.push(shared);
+    await shared.ready();
+    // Running before the record: its start had nothing to take over.
+    const survivor = await startDispatcher(shared);
+    const killed = createDispatcher({
+      ...recordingDeps(log, directory, sent),
+      records: recordsForKafka(log, index, indexer),
+      schedule: { shared: { ...shared, put: () => Promise.reject(new Error('killed before its put')) } },
+    });
+    dispatchers.push(killed);
+    const fanOut = await killed.fanOut(event, event.position).then(() => 'fanned out', (error: unknown) => String(error));
+    expect(fanOut).to.contain('killed before its put');
+    expect(await shared.size(), 'nothing in the schedule').to.equal(0);
+    await eventually('the record in the index', async () => (await index.page({ subscriptionId: SUBSCRIPTION, status: 'waiting', limit: 1 })).items.length === 1);
+    // Its offset was not committed: Kafka hands the event to the survivor.
+    await survivor.fanOut(event, event.position);
+    await eventually('the delivery sent by the survivor', () => sent.length === 1);
+    await eventually('the delivery recorded as delivered in the index', async () => (await index.page({ subscriptionId: SUBSCRIPTION, status: 'delivered', limit: 1 })).items.length === 1);
+    // Handed over once more: the delivered delivery is neither offered nor sent again.
+    await survivor.fanOut(event, event.position);
+    await settle(300);
+    expect(sent).to.have.length(1);
+    expect(await scheduledSteps()).to.equal(1);
+    expect(await shared.size()).to.equal(0);
   });
 });

@@ -441,6 +441,24 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
     }
   };
 
+  /** Offers the next attempt of a delivery read from the log, if it is waiting for one. */
+  const offerWaiting = async ({ delivery, workspaceId }: { delivery: Delivery; workspaceId: string }): Promise<void> => {
+    if (delivery.status === 'waiting' && delivery.nextAttemptAt !== null) await enqueue(hold(delivery, workspaceId), delivery.nextAttemptAt, 'offer');
+  };
+
+  /**
+   * Whether a fan-out recorded the delivery already (the event is handed over again). With a shared
+   * schedule its attempt is offered: the dispatcher that recorded it may have died before its put
+   * (scheduleNew records first), and nothing else would ever bring the delivery to the schedule. An
+   * entry that is there, scheduled or claimed, stays as it is.
+   */
+  const recordedBefore = async (subscriptionId: string, deliveryId: string): Promise<boolean> => {
+    if (records.recorded === undefined || !(await records.recorded(subscriptionId, deliveryId))) return false;
+    const found = shared === null ? undefined : await readOne(subscriptionId, deliveryId);
+    if (found !== undefined) await offerWaiting(found);
+    return true;
+  };
+
   const dispatcher: Dispatcher = {
     async fanOut(event, fannedOutThrough = 0) {
       if (event.offset === null || !isPublicEventType(event.type)) return;
@@ -453,7 +471,7 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
       const scheduled = await Promise.all(
         targets.map(async (subscription) => {
           const deliveryId = deliveryIdOf(event.id, subscription.id);
-          if (pending.has(deliveryId) || known.delete(deliveryId) || (await records.recorded?.(subscription.id, deliveryId))) return false;
+          if (pending.has(deliveryId) || known.delete(deliveryId) || (await recordedBefore(subscription.id, deliveryId))) return false;
           await scheduleNew(event, body, { kind: 'schedule', deliveryId, subscriptionId: subscription.id, eventId: event.id, eventType: event.type, eventPosition: event.position, fannedOutThrough, at });
           return true;
         }),
@@ -529,12 +547,10 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
       // From the history: the waiting view kept no settled delivery to fold the request onto.
       const found = await readOne(subscriptionId, deliveryId);
       // Already attempted, settled or superseded by a later round: nothing to take up.
-      if (found === undefined) return;
-      const { delivery, workspaceId } = found;
-      if (delivery.status !== 'waiting' || delivery.round !== round || delivery.nextAttemptAt === null) return;
+      if (found === undefined || found.delivery.round !== round) return;
       // Every dispatcher takes the request up: the first offer schedules the attempt, due at once; the
       // others find it scheduled or claimed (a put would drop the claim and offer the attempt again).
-      await enqueue(hold(delivery, workspaceId), delivery.nextAttemptAt, 'offer');
+      await offerWaiting(found);
     },
 
     backlog: async () => ({ waiting: await schedule.size(), oldestDueAt: await schedule.nextDueAt() }),

@@ -97,8 +97,12 @@ export interface Dispatcher {
   subscriptionDeactivated(subscriptionId: string, position: number): Promise<void>;
   /** Forgets the subscription's deliveries and deletes their history; nothing is sent to it once this is called. */
   subscriptionDeleted(subscriptionId: string): Promise<void>;
-  /** Takes up a manual retry another process recorded in the log (round `round`); idempotent by delivery id and round. */
-  retryRequested(subscriptionId: string, deliveryId: string, round: number): Promise<void>;
+  /**
+   * Takes up round `round` of a delivery another process recorded in the log, waiting for an attempt
+   * (a manual retry, or a replayed delivery whose driver stopped before putting it in the schedule);
+   * idempotent by delivery id and round.
+   */
+  takeUp(subscriptionId: string, deliveryId: string, round: number): Promise<void>;
   /**
    * Records the delivery of `event` again to a subscription, under the replay's own delivery id, and
    * queues its first attempt behind what is due already. Resolves once it is durable. The caller
@@ -542,14 +546,14 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
       await deleteSubscriptionHistory(log, subscriptionId);
     },
 
-    async retryRequested(subscriptionId, deliveryId, round) {
+    async takeUp(subscriptionId, deliveryId, round) {
       if ((pending.get(deliveryId)?.delivery.round ?? 0) >= round) return;
       // From the history: the waiting view kept no settled delivery to fold the request onto.
       const found = await readOne(subscriptionId, deliveryId);
       // Already attempted, settled or superseded by a later round: nothing to take up.
       if (found === undefined || found.delivery.round !== round) return;
-      // Every dispatcher takes the request up: the first offer schedules the attempt, due at once; the
-      // others find it scheduled or claimed (a put would drop the claim and offer the attempt again).
+      // Every dispatcher takes a retry request up: the first offer schedules the attempt, due at once;
+      // the others find it scheduled or claimed (a put would drop the claim and offer the attempt again).
       await offerWaiting(found);
     },
 

@@ -5,7 +5,8 @@
 // attempts leave room (dispatcher.replayRoom), and its deliveries are due now, so they queue behind
 // every attempt already due. The cursor and the counts are recorded in the replay's stream (at most
 // every PROGRESS_EVERY_MS), so a restart continues from there; what was scheduled after the last
-// record is found in the delivery stream and not scheduled twice.
+// record is found in the delivery stream and not scheduled twice, and what waits there for its
+// first attempt is taken up (its driver may have stopped before putting it in a shared schedule).
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Decided } from '../../domain/aggregate.js';
 import { foldDeliveries } from '../../domain/delivery/delivery.js';
@@ -26,7 +27,7 @@ const PROGRESS_EVERY_MS = 1_000;
 export interface ReplayDriverDeps {
   readonly log: EventLog;
   readonly subscriptions: SubscriptionDirectory;
-  readonly dispatcher: Pick<Dispatcher, 'replay' | 'replayRoom' | 'replayBacklog'>;
+  readonly dispatcher: Pick<Dispatcher, 'replay' | 'replayRoom' | 'replayBacklog' | 'takeUp'>;
   readonly clock: MicrosClock;
   /** Whether this dispatcher still holds the replay's lease (renewing it). */
   readonly keep: () => Promise<boolean>;
@@ -63,10 +64,17 @@ export const driveReplay = async (deps: ReplayDriverDeps, workspaceId: string, r
   // the events whose live delivery ended failed (only_failed).
   const scheduled = new Set<string>();
   const failedEvents = new Set<string>();
+  const unattempted: string[] = [];
   for (const d of foldDeliveries(await log.readStream(deliveryStream(subscriptionId))).values()) {
-    if (d.replayId === replay.id) scheduled.add(d.id);
-    else if (d.replayId === null && d.status === 'failed') failedEvents.add(d.eventId);
+    if (d.replayId === replay.id) {
+      scheduled.add(d.id);
+      if (d.status === 'waiting' && d.round === 1 && d.attempt === 0) unattempted.push(d.id);
+    } else if (d.replayId === null && d.status === 'failed') failedEvents.add(d.eventId);
   }
+  // A dispatcher records a delivery before it puts the first attempt in a shared schedule: a driver
+  // killed between the two left it where nothing would attempt it. An offer leaves one that is
+  // scheduled or claimed as it is.
+  for (const id of unattempted) await dispatcher.takeUp(subscriptionId, id, 1);
 
   let { cursor, matched } = replay;
   let recordedCursor = cursor;

@@ -10,11 +10,11 @@ import type { LogTail } from './log-tail.js';
 
 /** Hands a manual retry request recorded in the log (a DELIVERY_RETRY_REQUESTED event) to the dispatcher; ignores anything else. */
 export const takeUpRetryRequests =
-  (dispatcher: Pick<Dispatcher, 'retryRequested'>) =>
+  (dispatcher: Pick<Dispatcher, 'takeUp'>) =>
   async (event: RecordedEvent): Promise<void> => {
     const subscriptionId = subscriptionOfStream(event.stream);
     if (subscriptionId === null || event.type !== DELIVERY_RETRY_REQUESTED) return;
-    await dispatcher.retryRequested(subscriptionId, String(event.data['delivery_id']), Number(event.data['round']));
+    await dispatcher.takeUp(subscriptionId, String(event.data['delivery_id']), Number(event.data['round']));
   };
 
 /**

@@ -167,10 +167,14 @@ describe('distributed mode with real processes (e2e)', function () {
     await killed.exited;
     await wave(4);
 
-    // The dead dispatcher's partitions move once Kafka drops it from the group (its session timeout,
-    // KAFKA_SESSION_TIMEOUT_MS), and its claims in the schedule once their lease ends.
-    for (const { ws, ids } of subscriptions) await expectAllDelivered(await feedIds(ws), ids, 75_000);
-    dispatchers = [await group.start('dispatcher-3', { ROLE: 'dispatcher' }), dispatchers[1] as RoleProcess];
+    try {
+      // The dead dispatcher's partitions move once Kafka drops it from the group (its session timeout,
+      // KAFKA_SESSION_TIMEOUT_MS), and its claims in the schedule once their lease ends.
+      for (const { ws, ids } of subscriptions) await expectAllDelivered(await feedIds(ws), ids, 75_000);
+    } finally {
+      // Replaced even when this test fails: the next one kills a dispatcher too, and must leave one.
+      dispatchers = [await group.start('dispatcher-3', { ROLE: 'dispatcher' }), dispatchers[1] as RoleProcess];
+    }
   });
 
   it('fires the retries that fall due while a dispatcher is dead from the other one', async () => {

@@ -102,8 +102,9 @@ const REPLAY = 'r'.repeat(32);
     // More than the replay's window: the first page is put, then the driver loses its lease.
     const EVENTS = 12;
     const replay = await requestReplay(EVENTS);
-    // Never started: its entries stay unclaimed, as a driver's that died after its puts.
-    const first = dispatcher(schedule);
+    // It takes nothing from the schedule (a put kicks its pump even unstarted): its entries stay
+    // unclaimed, as a driver's that died after its puts.
+    const first = dispatcher({ ...schedule, takeDue: async () => [] });
     expect(await drive(first, replay, 1)).to.equal('interrupted');
     const put = await scheduledSteps();
     expect(put).to.be.within(1, EVENTS - 1);

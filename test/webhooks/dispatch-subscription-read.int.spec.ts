@@ -1,7 +1,8 @@
 // Before each attempt the dispatcher looks at the subscription's stream for what its directory has not
 // applied yet (a deletion, a rotation). That stream grows with every failure counted, so the look reads
 // from the revision the directory's row is as of: one event while the directory is current, not the
-// whole history; and when the log has more, the attempt waits for the directory to apply it.
+// whole history; and when the log has more, the attempt waits for the directory to apply it. The
+// attempts the pump starts in one turn of the event loop share one look; a later turn looks again.
 import { expect } from 'chai';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -10,6 +11,7 @@ import { SUBSCRIPTION_EVENTS, subscriptionStream } from '../../src/domain/subscr
 import type { RecordedEvent } from '../../src/log/event-log.js';
 import { openSqliteLog, type SqliteEventLog } from '../../src/log/sqlite.js';
 import { createDispatcher, type Dispatcher } from '../../src/webhooks/dispatch/dispatcher.js';
+import { sharedPerTurn } from '../../src/webhooks/dispatch/subscription-logged.js';
 import type { DeliveryRequest } from '../../src/webhooks/sender.js';
 import type { SubscriptionDirectory, SubscriptionRow } from '../../src/webhooks/subscriptions.js';
 import { recordingDeps } from '../support/dispatcher-fixture.js';
@@ -105,5 +107,41 @@ describe('dispatcher: what an attempt reads of its subscription (int, SQLite)', 
     await dispatcher.fanOut(await publicEvent());
     await settle(300);
     expect(sent).to.have.length(0);
+  });
+
+  it('attempts started in one turn share one read: a burst of 8 deliveries reads the stream less often than it sends', async () => {
+    const events = [];
+    for (let i = 0; i < 8; i++) events.push(await publicEvent());
+    await Promise.all(events.map((event) => dispatcher.fanOut(event)));
+    await settle(300);
+    expect(sent).to.have.length(8);
+    // The pump starts them in a turn or two (each turn's look is shared); one look each would be 8 reads.
+    expect(reads).to.have.length.below(8);
+    expect(reads.every((count) => count === 1)).to.equal(true);
+  });
+
+  it('sharedPerTurn: one read per row and turn; the next turn reads again, a row of another revision apart', async () => {
+    const look = sharedPerTurn(log);
+    const [a, b] = [look(row), look(row)];
+    expect(a).to.equal(b);
+    expect(await a).to.deep.equal({ newerThrough: null });
+    expect(reads).to.deep.equal([1]);
+    await look({ ...row, revision: row.revision - 1 });
+    expect(reads, 'a row of another revision').to.deep.equal([1, 2]);
+    // The delete commits in a later turn (group commit), so this look is the next turn's.
+    await log.deleteStream(subscriptionStream(SUBSCRIPTION));
+    expect(await look(row), 'the next turn').to.equal('gone');
+    expect(reads).to.deep.equal([1, 2, 0]);
+  });
+
+  it('a look is not kept past its turn: a deletion after one attempt stops the next', async () => {
+    await dispatcher.fanOut(await publicEvent());
+    await settle(300);
+    expect(sent).to.have.length(1);
+    await log.deleteStream(subscriptionStream(SUBSCRIPTION));
+    await dispatcher.fanOut(await publicEvent());
+    await settle(300);
+    expect(sent, 'nothing sent after the deletion').to.have.length(1);
+    expect(reads).to.deep.equal([1, 0]);
   });
 });

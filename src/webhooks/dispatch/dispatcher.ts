@@ -26,7 +26,7 @@ import { createRecorder } from './recorder.js';
 import { readDeliveryHistory } from './restore.js';
 import { deleteSubscriptionHistory } from './subscription-history.js';
 import type { DueAttempt, RetrySchedule, SharedRetrySchedule } from './retry-schedule.js';
-import { loggedSince } from './subscription-logged.js';
+import { sharedPerTurn } from './subscription-logged.js';
 import { createWaitingDeliveries, type WaitingView } from './waiting.js';
 
 export type DeliveryReport = { readonly kind: 'record_delivery_failed' | 'record_delivery_succeeded'; readonly deliveryId: string; readonly round: number };
@@ -180,6 +180,7 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
   const reportLock = createKeyedLock();
   const settling = new Set<Promise<void>>();
   const ownPuts = createOwnPuts<Pending>(OWN_PUTS_KEPT);
+  const loggedNow = sharedPerTurn(log);
 
   const track = (p: Pending): void => {
     pending.set(p.delivery.id, p);
@@ -362,8 +363,9 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
     if (row === undefined) return settle(dispatcher.subscriptionDeleted(p.delivery.subscriptionId), p.delivery.id);
     if (!row.isActive) return settle(cancel(p, 'subscription_inactive'), p.delivery.id);
     // The directory may have missed the deletion (see `gone`), or not have applied its marker yet (a
-    // dispatcher in another process or thread): the log decides before anything is sent.
-    const logged = await loggedSince(log, row);
+    // dispatcher in another process or thread): the log decides before anything is sent (one look
+    // per subscription row and turn, shared by the attempts the turn starts).
+    const logged = await loggedNow(row);
     if (logged === 'gone') {
       gone.add(row.id);
       return settle(dispatcher.subscriptionDeleted(row.id), p.delivery.id);

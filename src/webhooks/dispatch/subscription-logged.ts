@@ -2,6 +2,11 @@
 // (another thread's or process's tail) may have missed a deletion or not applied a rotation yet, so
 // the log decides before anything is sent. Read from the row's own revision on: the stream grows with
 // every failure counted, and a look must not cost its whole history.
+// The attempts one turn of the event loop starts share a look per subscription row (`sharedPerTurn`):
+// the pump starts up to its whole window at once, and on a log that another connection commits to,
+// each read costs SQLite a re-read of the pages it walks (its page cache is dropped at every foreign
+// commit). A look shared that way is no older than the turn, as each attempt's own look taken at its
+// start would be.
 import { SUBSCRIPTION_EVENTS, subscriptionStream } from '../../domain/subscription/subscription.js';
 import type { EventLog } from '../../log/event-log.js';
 import type { SubscriptionRow } from '../subscriptions.js';
@@ -12,4 +17,21 @@ export const loggedSince = async (log: EventLog, row: SubscriptionRow): Promise<
   const newer = events.filter((event) => event.revision > row.revision);
   if (events[0]?.revision !== row.revision || newer.some((event) => event.type === SUBSCRIPTION_EVENTS.deleted || event.type === SUBSCRIPTION_EVENTS.abandoned)) return 'gone';
   return { newerThrough: newer.at(-1)?.position ?? null };
+};
+
+type Look = ReturnType<typeof loggedSince>;
+
+/** `loggedSince`, read once per subscription row per turn of the event loop. */
+export const sharedPerTurn = (log: EventLog): ((row: SubscriptionRow) => Look) => {
+  const looks = new Map<string, Look>();
+  return (row) => {
+    const key = `${row.id}\0${row.revision}`;
+    let look = looks.get(key);
+    if (look === undefined) {
+      if (looks.size === 0) setImmediate(() => looks.clear());
+      look = loggedSince(log, row);
+      looks.set(key, look);
+    }
+    return look;
+  };
 };

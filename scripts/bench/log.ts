@@ -86,11 +86,31 @@ const command = (workspaceId: string, ticketId: string, k: number): NewEvent[] =
   ];
 };
 
-/** CPU microseconds per event: steadier than wall time on a shared machine. */
-const cpuMicrosSince = (since: NodeJS.CpuUsage, events: number): number => {
+/**
+ * Runs of one kind added up: how many, the events they counted, and the wall and CPU seconds they
+ * took (CPU time is steadier than wall time on a shared machine).
+ */
+interface Tally {
+  passes: number;
+  events: number;
+  wallS: number;
+  cpuS: number;
+}
+
+const tally = (): Tally => ({ passes: 0, events: 0, wallS: 0, cpuS: 0 });
+
+const cpuSecondsSince = (since: NodeJS.CpuUsage): number => {
   const used = process.cpuUsage(since);
-  return (used.user + used.system) / events;
+  return (used.user + used.system) / 1e6;
 };
+
+/** One run's tally: `events` since `started` (performance.now()) and `cpu` (process.cpuUsage()). */
+const runOf = (events: number, started: number, cpu: NodeJS.CpuUsage): Tally => ({
+  passes: 1,
+  events,
+  wallS: (performance.now() - started) / 1000,
+  cpuS: cpuSecondsSince(cpu),
+});
 
 const appendPhase = async (file: string, writers: number, seconds: number) => {
   const cpu = process.cpuUsage();
@@ -112,9 +132,7 @@ const appendPhase = async (file: string, writers: number, seconds: number) => {
   };
   const started = performance.now();
   await Promise.all(Array.from({ length: writers }, (_, w) => writer(w)));
-  const elapsed = (performance.now() - started) / 1000;
-  const { transactions } = log.stats();
-  return { log, eventsPerS: appended / elapsed, callsPerS: calls / elapsed, appended, perCommit: appended / transactions, cpuMicros: cpuMicrosSince(cpu, appended) };
+  return { log, run: runOf(appended, started, cpu), calls, commits: log.stats().transactions };
 };
 
 /**
@@ -173,35 +191,25 @@ const ceilingPhase = (file: string, seconds: number, perTransaction = 1000, orde
     batch(rows);
     inserted += rows.length;
   }
-  const eventsPerS = inserted / ((performance.now() - started) / 1000);
   // Before the close, whose checkpoint the appends' figures leave out too.
-  const cpuMicros = cpuMicrosSince(cpu, inserted);
+  const run = runOf(inserted, started, cpu);
   db.close();
-  return { eventsPerS, cpuMicros };
+  return run;
 };
 
-/**
- * Passes of a read over the whole log, added up: how many passes, the events they returned, and the
- * wall and CPU seconds they took.
- */
-interface Tally {
-  passes: number;
-  events: number;
-  wallS: number;
-  cpuS: number;
-}
-
-const tally = (): Tally => ({ passes: 0, events: 0, wallS: 0, cpuS: 0 });
+/** Adds a run (or a tally of several) to the tally of its kind. */
+const add = (into: Tally, run: Tally): void => {
+  into.passes += run.passes;
+  into.events += run.events;
+  into.wallS += run.wallS;
+  into.cpuS += run.cpuS;
+};
 
 /** Runs one pass, adding it to `into`. */
 const timed = async (into: Tally, pass: () => Promise<number>): Promise<void> => {
   const started = performance.now();
   const cpu = process.cpuUsage();
-  into.events += await pass();
-  into.passes += 1;
-  const used = process.cpuUsage(cpu);
-  into.wallS += (performance.now() - started) / 1000;
-  into.cpuS += (used.user + used.system) / 1e6;
+  add(into, runOf(await pass(), started, cpu));
 };
 
 /** Every event of the log (internal ones too), a page of 1000 records at a time. */
@@ -246,14 +254,6 @@ const readPhases = async (log: ReturnType<typeof openSqliteLog>, seconds: number
 const round = (n: number): number => Math.round(n);
 const ratio = (n: number): number => Number(n.toFixed(2));
 
-/** Adds a run of `seconds` to the tally of its kind (one pass per round). */
-const add = (into: Tally, run: { eventsPerS: number; cpuMicros: number }, seconds: number): void => {
-  const events = run.eventsPerS * seconds;
-  into.passes += 1;
-  into.events += events;
-  into.wallS += seconds;
-  into.cpuS += (run.cpuMicros * events) / 1e6;
-};
 const perS = (t: Tally): number => t.events / t.wallS;
 const perCpuS = (t: Tally): number => t.events / t.cpuS;
 const cpuMicros = (t: Tally): number => 1e6 / perCpuS(t);
@@ -278,8 +278,8 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
     const first = await appendPhase(join(dir, `log-${fewer}.db`), fewer, 10 * scale);
     await first.log.close();
     console.log(
-      `  appends   ${rateOf({ passes: 1, events: first.appended, wallS: first.appended / first.eventsPerS, cpuS: (first.cpuMicros * first.appended) / 1e6 })} ` +
-        `in ${round(first.callsPerS).toLocaleString('en')} appends/s from ${fewer} writers (${first.perCommit.toFixed(1)} events per commit)`,
+      `  appends   ${rateOf(first.run)} in ${round(first.calls / first.run.wallS).toLocaleString('en')} appends/s ` +
+        `from ${fewer} writers (${(first.run.events / first.commits).toFixed(1)} events per commit)`,
     );
     const kinds = { appends: tally(), ceiling: tally(), sameSize: tally(), writersOrder: tally() };
     let calls = 0;
@@ -288,15 +288,15 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
     for (let r = 0; r < ROUNDS; r += 1) {
       await last?.log.close();
       last = await appendPhase(join(dir, `log-${most}-${r}.db`), most, 4 * scale);
-      add(kinds.appends, last, last.appended / last.eventsPerS);
-      calls += last.callsPerS * (last.appended / last.eventsPerS);
-      commits += last.appended / last.perCommit;
+      add(kinds.appends, last.run);
+      calls += last.calls;
+      commits += last.commits;
       // Each commit costs an fsync however many rows it carries, and the writers' appends fill commits
       // of only so many rows (one append per writer): the raw inserts at that size tell that cost from the log's own.
-      const perCommit = Math.round(last.perCommit);
-      add(kinds.ceiling, ceilingPhase(join(dir, `ceiling-${r}.db`), 3 * scale), 3 * scale);
-      add(kinds.sameSize, ceilingPhase(join(dir, `ceiling-same-size-${r}.db`), 3 * scale, perCommit), 3 * scale);
-      add(kinds.writersOrder, ceilingPhase(join(dir, `ceiling-writers-order-${r}.db`), 3 * scale, perCommit, 'writers'), 3 * scale);
+      const perCommit = Math.round(last.run.events / last.commits);
+      add(kinds.ceiling, ceilingPhase(join(dir, `ceiling-${r}.db`), 3 * scale));
+      add(kinds.sameSize, ceilingPhase(join(dir, `ceiling-same-size-${r}.db`), 3 * scale, perCommit));
+      add(kinds.writersOrder, ceilingPhase(join(dir, `ceiling-writers-order-${r}.db`), 3 * scale, perCommit, 'writers'));
     }
     const appends = last as Awaited<ReturnType<typeof appendPhase>>;
     const perCommit = Math.round(kinds.appends.events / commits);
@@ -329,7 +329,7 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
     await appends.log.close();
     return {
       bench: 'log',
-      [`events_per_s_${fewer}_writers`]: round(first.eventsPerS),
+      [`events_per_s_${fewer}_writers`]: round(perS(first.run)),
       [`events_per_s_${most}_writers`]: round(perS(kinds.appends)),
       // The headline figure: the most concurrent runs, the ones compared with the ceilings.
       events_per_s: round(perS(kinds.appends)),

@@ -90,6 +90,9 @@ export const createMemoryDeliveryIndex = (): DeliveryIndex => {
       const entry = byId.get(deliveryId);
       return entry?.delivery.subscriptionId === subscriptionId ? { delivery: entry.delivery, position: checkpoint.position } : undefined;
     },
+    async has(keys) {
+      return keys.map(({ subscriptionId, deliveryId }) => byId.get(deliveryId)?.delivery.subscriptionId === subscriptionId);
+    },
     async replayOutcomes(subscriptionId, replayId) {
       return { ...(byReplay.get(replayKey(subscriptionId, replayId)) ?? noDeliveries()) };
     },

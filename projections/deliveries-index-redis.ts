@@ -291,6 +291,14 @@ export const createRedisDeliveryIndex = (options: RedisDeliveryIndexOptions): De
       const delivery = JSON.parse(json) as Delivery;
       return delivery.subscriptionId === subscriptionId ? { delivery, position: Number(position ?? 0) } : undefined;
     },
+    async has(asked) {
+      if (asked.length === 0) return [];
+      const found = (await reach(() => client.hmget(keys[0] as string, ...asked.map((key) => key.deliveryId)))) as (string | null)[];
+      return asked.map(({ subscriptionId }, i) => {
+        const json = found[i];
+        return typeof json === 'string' && (JSON.parse(json) as Delivery).subscriptionId === subscriptionId;
+      });
+    },
     async replayOutcomes(subscriptionId, replayId) {
       const replay = `${prefix}r:${subscriptionId}:${replayId}`;
       const names = ['waiting', 'delivered', 'failed', 'cancelled', 'attempted'] as const;

@@ -218,6 +218,7 @@ export const openSqliteDeliveryIndex = (options: { readonly file: string; readon
      ON CONFLICT (id) DO UPDATE SET status = excluded.status, attempted = excluded.attempted, json = excluded.json`,
   );
   const forget = db.prepare('DELETE FROM deliveries WHERE sub = ?');
+  const subscriptionsOf = db.prepare('SELECT id, sub FROM deliveries WHERE id IN (SELECT value FROM json_each(?))').raw();
   const readMeta = db.prepare('SELECT position, fanned_out_through AS fannedOutThrough FROM meta');
   const saveMeta = db.prepare('UPDATE meta SET position = ?, fanned_out_through = ?');
   let checkpoint = readMeta.get() as IndexCheckpoint;
@@ -290,6 +291,11 @@ export const openSqliteDeliveryIndex = (options: { readonly file: string; readon
     replayOutcomes(subscriptionId, replayId) {
       flushed();
       return reads.replayOutcomes(subscriptionId, replayId);
+    },
+    async has(keys) {
+      flushed();
+      const found = new Map(subscriptionsOf.all(JSON.stringify(keys.map((key) => key.deliveryId))) as [string, string][]);
+      return keys.map(({ subscriptionId, deliveryId }) => found.get(deliveryId) === subscriptionId);
     },
     async checkpoint() {
       return checkpoint;

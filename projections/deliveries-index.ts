@@ -82,7 +82,18 @@ export interface PendingDeliveries {
   readonly fannedOutThrough: number;
 }
 
+/** A delivery named by its subscription and id. */
+export interface DeliveryKey {
+  readonly subscriptionId: string;
+  readonly deliveryId: string;
+}
+
 export interface DeliveryIndex extends DeliveryHistoryReader {
+  /**
+   * Whether the index has each delivery (of that subscription), in the order asked, in one read: a
+   * fan-out asks this of an event's deliveries at once, not one round trip per subscription.
+   */
+  has(keys: readonly DeliveryKey[]): Promise<readonly boolean[]>;
   checkpoint(): Promise<IndexCheckpoint>;
   /** Applies one event of DELIVERY_INDEX_TYPES, in log order; one at or below the checkpoint changes nothing. */
   apply(event: ProjectedEvent): Promise<void> | void;

@@ -11,31 +11,40 @@ import type { SubscriptionDirectory, SubscriptionRow } from '../../src/webhooks/
 
 export type DispatcherDeps = Parameters<typeof createDispatcher>[0];
 
-/** Appends the subscription's creation; the directory has it while `visible()` says so. */
-export const oneSubscription = async (log: SqliteEventLog, workspaceId: string, subscriptionId: string, visible: () => boolean = () => true): Promise<SubscriptionDirectory> => {
-  const { records } = await log.append(subscriptionStream(subscriptionId), [{ id: 'c'.repeat(32), type: SUBSCRIPTION_EVENTS.created, workspaceId, data: {} }], 'no_stream');
-  const row: SubscriptionRow = {
-    id: subscriptionId,
-    workspaceId,
-    url: 'http://127.0.0.1:9/hook',
-    events: [],
-    isActive: true,
-    description: '',
-    createdAt: new Date().toISOString(),
-    createdPosition: (records[0] as RecordedEvent).position,
-    consecutiveFailures: 0,
-    secrets: { current: 'whsec_test', previous: null },
-    sealedSecret: '',
-    revision: 0,
-  };
+/** Appends the subscriptions' creations; the directory has them while `visible()` says so. */
+export const subscriptionsOf = async (log: SqliteEventLog, workspaceId: string, subscriptionIds: readonly string[], visible: () => boolean = () => true): Promise<SubscriptionDirectory> => {
+  const rows: SubscriptionRow[] = [];
+  for (const id of subscriptionIds) {
+    // One creation event id per subscription id.
+    const { records } = await log.append(subscriptionStream(id), [{ id: `c${id.slice(1)}`, type: SUBSCRIPTION_EVENTS.created, workspaceId, data: {} }], 'no_stream');
+    rows.push({
+      id,
+      workspaceId,
+      url: 'http://127.0.0.1:9/hook',
+      events: [],
+      isActive: true,
+      description: '',
+      createdAt: new Date().toISOString(),
+      createdPosition: (records[0] as RecordedEvent).position,
+      consecutiveFailures: 0,
+      secrets: { current: 'whsec_test', previous: null },
+      sealedSecret: '',
+      revision: 0,
+    });
+  }
+  const seen = (ws: string): SubscriptionRow[] => (ws === workspaceId && visible() ? rows : []);
   return {
-    get: (ws, id) => (ws === workspaceId && id === subscriptionId && visible() ? row : undefined),
-    workspaceOf: (id) => (id === subscriptionId ? workspaceId : undefined),
-    matching: (ws) => (ws === workspaceId ? [row] : []),
-    list: (ws) => (ws === workspaceId ? [row] : []),
+    get: (ws, id) => seen(ws).find((row) => row.id === id),
+    workspaceOf: (id) => (rows.some((row) => row.id === id) ? workspaceId : undefined),
+    matching: (ws) => (ws === workspaceId ? rows : []),
+    list: (ws) => (ws === workspaceId ? rows : []),
     waitFor: async () => undefined,
   };
 };
+
+/** One subscription: subscriptionsOf with one id. */
+export const oneSubscription = (log: SqliteEventLog, workspaceId: string, subscriptionId: string, visible: () => boolean = () => true): Promise<SubscriptionDirectory> =>
+  subscriptionsOf(log, workspaceId, [subscriptionId], visible);
 
 /** A dispatcher's dependencies on `log` with an own memory schedule; what it sends is pushed to `sent`. */
 export const recordingDeps = (log: SqliteEventLog, subscriptions: SubscriptionDirectory, sent: DeliveryRequest[]): DispatcherDeps => ({

@@ -256,6 +256,23 @@ export const deliveryIndexContract = (name: string, factory: () => Promise<Deliv
       expect(await fixture.index.replayOutcomes('s1', 'R')).to.deep.equal({ waiting: 0, delivered: 0, failed: 0, cancelled: 0, attempted: 0 });
     });
 
+    it('tells which deliveries it has, each only under its own subscription, in the order asked', async () => {
+      const log = deliveryLog();
+      expect(await fixture.index.has([])).to.deep.equal([]);
+      await apply([log.record('s1', [...log.schedule('s1', 'd1'), ...log.schedule('s1', 'd3')]), log.record('s2', log.schedule('s2', 'd2'))]);
+      const asked = [
+        { subscriptionId: 's1', deliveryId: 'd1' },
+        { subscriptionId: 's2', deliveryId: 'd1' },
+        { subscriptionId: 's1', deliveryId: 'unknown' },
+        { subscriptionId: 's2', deliveryId: 'd2' },
+        { subscriptionId: 's1', deliveryId: 'd3' },
+      ];
+      expect(await fixture.index.has(asked)).to.deep.equal([true, false, false, true, true]);
+      // Settled, then gone with its subscription.
+      await apply([log.record('s1', log.attempt('d1', 'delivered')), log.deleted('s2')]);
+      expect(await fixture.index.has(asked)).to.deep.equal([true, false, false, false, true]);
+    });
+
     it("forgets a deleted subscription's history, and everything on clear", async () => {
       const log = deliveryLog();
       await apply([log.record('s1', log.schedule('s1', 'd1')), log.record('s2', log.schedule('s2', 'd2')), log.deleted('s1')]);

@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { unpackSteps } from '../../src/domain/delivery/delivery.js';
-import { deliveryStream } from '../../src/domain/delivery/ids.js';
+import { deliveryIdOf, deliveryStream } from '../../src/domain/delivery/ids.js';
 import type { RecordedEvent } from '../../src/log/event-log.js';
 import { openSqliteLog, type SqliteEventLog } from '../../src/log/sqlite.js';
 import { createDispatcher, type Dispatcher } from '../../src/webhooks/dispatch/dispatcher.js';
@@ -20,9 +20,9 @@ import type { SharedRetrySchedule } from '../../src/webhooks/dispatch/retry-sche
 import { recordsForKafka } from '../../src/webhooks/dispatch/shared-history.js';
 import type { DeliveryRequest } from '../../src/webhooks/sender.js';
 import type { SubscriptionDirectory } from '../../src/webhooks/subscriptions.js';
-import type { DeliveryIndex } from '../../projections/deliveries-index.js';
+import type { DeliveryIndex, DeliveryKey } from '../../projections/deliveries-index.js';
 import { openRedisDeliveryIndex } from '../../projections/deliveries-index-redis.js';
-import { oneSubscription, recordingDeps } from '../support/dispatcher-fixture.js';
+import { oneSubscription, recordingDeps, subscriptionsOf } from '../support/dispatcher-fixture.js';
 import { redisServerInstalled, startPrivateRedis, type PrivateRedis } from '../support/redis-server.js';
 import { eventually, settle } from '../support/webhooks-dispatch.js';
 
@@ -69,8 +69,8 @@ describe('dispatcher restarted from the Redis history index: an event handed ove
   });
 
   /** A dispatcher as the Kafka source starts one: from what the index says is waiting. */
-  const startDispatcher = async (schedule?: SharedRetrySchedule): Promise<Dispatcher> => {
-    const deps = { ...recordingDeps(log, directory, sent), records: recordsForKafka(log, index, indexer) };
+  const startDispatcher = async (schedule?: SharedRetrySchedule, subscriptions = directory, records = recordsForKafka(log, index, indexer)): Promise<Dispatcher> => {
+    const deps = { ...recordingDeps(log, subscriptions, sent), records };
     const dispatcher = createDispatcher(schedule === undefined ? deps : { ...deps, schedule: { shared: schedule } });
     dispatchers.push(dispatcher);
     const pending = await indexer.pending();
@@ -103,6 +103,28 @@ describe('dispatcher restarted from the Redis history index: an event handed ove
     await settle(300);
     expect(sent).to.have.length(1);
     expect(await scheduledSteps()).to.equal(1);
+  });
+
+  it("asks the index once for all of an event's deliveries, and schedules only those it does not have", async () => {
+    const ids = ['a', 'b', 'c'].map((c) => c.repeat(32));
+    const three = await subscriptionsOf(log, WORKSPACE, ids);
+    const event = await publicEvent();
+    const records = recordsForKafka(log, index, indexer);
+    const asked: number[] = [];
+    const counted = { ...records, recorded: (keys: readonly DeliveryKey[]) => (asked.push(keys.length), index.has(keys)) };
+    // The first dispatcher's directory had not applied the third subscription yet.
+    const first = await startDispatcher(undefined, { ...three, matching: (ws, type) => three.matching(ws, type).filter((row) => row.id !== ids[2]) }, counted);
+    await first.fanOut(event, event.position);
+    await eventually('two deliveries sent', () => sent.length === 2);
+    const keys = ids.map((subscriptionId) => ({ subscriptionId, deliveryId: deliveryIdOf(event.id, subscriptionId) }));
+    await eventually('both in the index', async () => (await index.has(keys.slice(0, 2))).every(Boolean));
+    await first.stop();
+    const restarted = await startDispatcher(undefined, three, counted);
+    await restarted.fanOut(event, event.position);
+    await eventually('the third delivery sent', () => sent.length === 3);
+    await settle(300);
+    expect(asked, 'one read per fan-out, of every delivery it would schedule').to.deep.equal([2, 3]);
+    expect(sent.map((request) => request.deliveryId)).to.deep.equal(keys.map((key) => key.deliveryId));
   });
 
   it('refuses the event while the index does not answer (Kafka hands it over again), and skips it once it does', async () => {

@@ -13,7 +13,7 @@ import { deliveryIdOf, deliveryStream, replayDeliveryIdOf } from '../../domain/d
 import { isPublicEventType } from '../../domain/event-types.js';
 import type { MicrosClock } from '../../log/clock.js';
 import type { EventLog, RecordedEvent } from '../../log/event-log.js';
-import type { DeliveryAsOf } from '../../../projections/deliveries-index.js';
+import type { DeliveryAsOf, DeliveryKey } from '../../../projections/deliveries-index.js';
 import { createKeyedLock } from '../../shared/keyed-lock.js';
 import type { AttemptOutcome, Sender } from '../sender.js';
 import type { SubscriptionDirectory, SubscriptionRow } from '../subscriptions.js';
@@ -65,10 +65,11 @@ export interface DeliveryRecords {
   /** One delivery as the log has it now, with the position of the last record it reflects; undefined when unknown (or pruned). */
   current(subscriptionId: string, deliveryId: string): Promise<DeliveryAsOf | undefined>;
   /**
-   * Whether a fan-out recorded the delivery already, for an event handed over again (Kafka after a
-   * crash or a rebalance). Absent: the deliveries a restart read are remembered instead (`resume`).
+   * Whether a fan-out recorded each delivery already, for an event handed over again (Kafka after a
+   * crash or a rebalance): one read for all of an event's deliveries. Absent: the deliveries a
+   * restart read are remembered instead (`resume`).
    */
-  recorded?(subscriptionId: string, deliveryId: string): Promise<boolean>;
+  recorded?(keys: readonly DeliveryKey[]): Promise<readonly boolean[]>;
 }
 
 /** The deliveries as the log has them: folded from every delivery record, or a subscription's whole stream. */
@@ -453,16 +454,21 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
   };
 
   /**
-   * Whether a fan-out recorded the delivery already (the event is handed over again). With a shared
-   * schedule its attempt is offered: the dispatcher that recorded it may have died before its put
-   * (scheduleNew records first), and nothing else would ever bring the delivery to the schedule. An
-   * entry that is there, scheduled or claimed, stays as it is.
+   * Which of the deliveries a fan-out recorded already (the event is handed over again). With a
+   * shared schedule their attempts are offered: the dispatcher that recorded one may have died before
+   * its put (scheduleNew records first), and nothing else would ever bring the delivery to the
+   * schedule. An entry that is there, scheduled or claimed, stays as it is.
    */
-  const recordedBefore = async (subscriptionId: string, deliveryId: string): Promise<boolean> => {
-    if (records.recorded === undefined || !(await records.recorded(subscriptionId, deliveryId))) return false;
-    const found = shared === null ? undefined : await readOne(subscriptionId, deliveryId);
-    if (found !== undefined) await offerWaiting(found);
-    return true;
+  const recordedBefore = async (keys: readonly DeliveryKey[]): Promise<readonly boolean[]> => {
+    if (records.recorded === undefined || keys.length === 0) return keys.map(() => false);
+    const recorded = await records.recorded(keys);
+    await Promise.all(
+      keys.map(async ({ subscriptionId, deliveryId }, i) => {
+        const found = shared === null || recorded[i] !== true ? undefined : await readOne(subscriptionId, deliveryId);
+        if (found !== undefined) await offerWaiting(found);
+      }),
+    );
+    return recorded;
   };
 
   const dispatcher: Dispatcher = {
@@ -474,16 +480,18 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
       if (targets.length === 0) return;
       const body = envelopeBytes(event);
       const at = clock();
-      const scheduled = await Promise.all(
-        targets.map(async (subscription) => {
-          const deliveryId = deliveryIdOf(event.id, subscription.id);
-          if (pending.has(deliveryId) || known.delete(deliveryId) || (await recordedBefore(subscription.id, deliveryId))) return false;
-          await scheduleNew(event, body, { kind: 'schedule', deliveryId, subscriptionId: subscription.id, eventId: event.id, eventType: event.type, eventPosition: event.position, fannedOutThrough, at });
-          return true;
-        }),
+      const unknown = targets
+        .map((subscription) => ({ subscriptionId: subscription.id, deliveryId: deliveryIdOf(event.id, subscription.id) }))
+        .filter(({ deliveryId }) => !pending.has(deliveryId) && !known.delete(deliveryId));
+      const recorded = await recordedBefore(unknown);
+      const fresh = unknown.filter((_, i) => recorded[i] !== true);
+      await Promise.all(
+        fresh.map(({ subscriptionId, deliveryId }) =>
+          scheduleNew(event, body, { kind: 'schedule', deliveryId, subscriptionId, eventId: event.id, eventType: event.type, eventPosition: event.position, fannedOutThrough, at }),
+        ),
       );
       // An event fanned out again after a restart, its deliveries already recorded, is not counted twice.
-      if (scheduled.includes(true)) punctuality.fannedOut(at - event.offset);
+      if (fresh.length > 0) punctuality.fannedOut(at - event.offset);
     },
 
     async replay(event, subscription, replayId) {

@@ -23,7 +23,7 @@ export interface SharedHistory {
 /** The index's reads for a dispatcher fed by Kafka: an event handed over again finds its deliveries in the index. */
 export const recordsForKafka = (log: EventLog, index: DeliveryIndex, indexer: HistoryIndexer): DeliveryRecords => ({
   ...recordsFromIndex(log, index, () => indexer.pending()),
-  recorded: async (subscriptionId, deliveryId) => (await index.get(subscriptionId, deliveryId)) !== undefined,
+  recorded: (keys) => index.has(keys),
 });
 
 export const sharedHistory = (core: Core, url: string): SharedHistory => {

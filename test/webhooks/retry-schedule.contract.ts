@@ -97,6 +97,30 @@ export const retryScheduleContract = (name: string, factory: (() => Promise<Retr
       expect(await schedule.size()).to.equal(0);
     });
 
+    it('puts several entries in one call as it puts each one: added, moved, a claim settled', async () => {
+      const { schedule } = fixture;
+      await schedule.put({ deliveryId: 'a', subscriptionId: 's', dueAt: 10, round: 1 });
+      expect(ids(await schedule.takeDue(10, 10, unlimited))).to.deep.equal(['a']);
+      await schedule.put({ deliveryId: 'b', subscriptionId: 't', dueAt: 5, round: 1 });
+      await schedule.put();
+      // a's claim settled by its next round, b moved, c and a retry of t added.
+      await schedule.put(
+        { deliveryId: 'a', subscriptionId: 's', dueAt: 40, round: 2, retry: true },
+        { deliveryId: 'b', subscriptionId: 't', dueAt: 20, round: 1 },
+        { deliveryId: 'c', subscriptionId: 's', dueAt: 30, round: 1 },
+        { deliveryId: 'd', subscriptionId: 't', dueAt: 25, round: 2, retry: true },
+      );
+      expect(await schedule.size()).to.equal(4);
+      expect(await schedule.nextDueAt()).to.equal(20);
+      expect(unmarked(await schedule.takeDue(100, 10, unlimited)).map((e) => `${e.deliveryId}:${e.dueAt}:${e.round}:${e.retry === true}`).sort()).to.deep.equal([
+        'a:40:2:true',
+        'b:20:1:false',
+        'c:30:1:false',
+        'd:25:2:true',
+      ]);
+      expect(await schedule.takeDue(100, 10, unlimited)).to.deep.equal([]);
+    });
+
     it('offers an entry only when the delivery is not there: it never moves one scheduled', async () => {
       const { schedule, other } = fixture;
       await schedule.offer({ deliveryId: 'a', subscriptionId: 's', dueAt: 20, round: 1 });

@@ -199,17 +199,20 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
   };
 
   /**
-   * Hands the delivery's next attempt to the schedule: `put` by its owner, `offer` by a dispatcher
-   * announcing a delivery it does not own. A shared schedule may give it to another dispatcher, so
-   * this one lets go.
+   * Hands deliveries' next attempts to the schedule: `put` by their owner (all in one call), `offer`
+   * by a dispatcher announcing deliveries it does not own. A shared schedule may give them to another
+   * dispatcher, so this one lets go.
    */
-  const enqueue = async (p: Pending, dueAt: number, how: 'put' | 'offer' = 'put'): Promise<void> => {
+  const enqueue = async (due: readonly { p: Pending; at: number }[], how: 'put' | 'offer' = 'put'): Promise<void> => {
     if (shared) {
-      forget(p);
-      // Before the put: the claim of it may come at once.
-      if (how === 'put') ownPuts.keep(p.delivery.id, p);
+      for (const { p } of due) {
+        forget(p);
+        // Before the put: the claim of it may come at once.
+        if (how === 'put') ownPuts.keep(p.delivery.id, p);
+      }
     }
-    await schedule[how](dueAttempt(p.delivery, dueAt));
+    const entries = due.map(({ p, at }) => dueAttempt(p.delivery, at));
+    await (how === 'put' ? schedule.put(...entries) : Promise.all(entries.map((entry) => schedule.offer(entry))));
     pump.kick();
   };
 
@@ -279,7 +282,7 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
       forget(p);
       await schedule.remove(delivery.id, delivery.round);
     } else if (!row.isActive) await cancel(p, 'subscription_inactive');
-    else await enqueue(p, delivery.nextAttemptAt);
+    else await enqueue([{ p, at: delivery.nextAttemptAt }]);
   };
 
   const settle = (work: Promise<void>, deliveryId: string): void => {
@@ -430,27 +433,33 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
   if (shared !== null) shared.onLost(() => reseed(shared));
 
   /**
-   * Records a new delivery and queues its first attempt, due now. `durable`: resolves only once the
-   * record is in the log, even when the attempt may go out first.
+   * Records new deliveries of one event and queues their first attempts, due now, in one call to the
+   * schedule. `durable`: resolves only once the records are in the log, even when the attempts may go
+   * out first.
    */
-  const scheduleNew = async (event: RecordedEvent, body: Buffer, command: Extract<DeliveryCommand, { kind: 'schedule' }>, durable = false): Promise<void> => {
-    const events = decided(command, null);
-    const p: Pending = { delivery: fold(null, events), workspaceId: event.workspaceId, body, inFlight: false };
-    track(p);
-    if (command.replayId === undefined) liveUnattempted.add(command.deliveryId);
+  const scheduleNew = async (event: RecordedEvent, body: Buffer, commands: readonly Extract<DeliveryCommand, { kind: 'schedule' }>[], durable = false): Promise<void> => {
+    if (commands.length === 0) return;
+    const planned = commands.map((command) => {
+      const events = decided(command, null);
+      const p: Pending = { delivery: fold(null, events), workspaceId: event.workspaceId, body, inFlight: false };
+      track(p);
+      if (command.replayId === undefined) liveUnattempted.add(command.deliveryId);
+      return { p, at: command.at, events, subscriptionId: command.subscriptionId };
+    });
+    const recorded = () => Promise.all(planned.map(({ subscriptionId, events }) => record(event.workspaceId, subscriptionId, events, shared !== null)));
     if (shared || durable) {
-      // Whoever claims the first attempt reads the delivery from the log: it must be there first.
-      await record(event.workspaceId, command.subscriptionId, events, shared !== null);
-      await enqueue(p, command.at);
+      // Whoever claims a first attempt reads the delivery from the log: it must be there first.
+      await recorded();
+      await enqueue(planned);
     } else {
-      // The first attempt may go out before the record is durable: a crash then repeats it, never loses it.
-      await Promise.all([enqueue(p, command.at), record(event.workspaceId, command.subscriptionId, events)]);
+      // A first attempt may go out before its record is durable: a crash then repeats it, never loses it.
+      await Promise.all([enqueue(planned), recorded()]);
     }
   };
 
   /** Offers the next attempt of a delivery read from the log, if it is waiting for one. */
   const offerWaiting = async ({ delivery, workspaceId }: { delivery: Delivery; workspaceId: string }): Promise<void> => {
-    if (delivery.status === 'waiting' && delivery.nextAttemptAt !== null) await enqueue(hold(delivery, workspaceId), delivery.nextAttemptAt, 'offer');
+    if (delivery.status === 'waiting' && delivery.nextAttemptAt !== null) await enqueue([{ p: hold(delivery, workspaceId), at: delivery.nextAttemptAt }], 'offer');
   };
 
   /**
@@ -485,10 +494,10 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
         .filter(({ deliveryId }) => !pending.has(deliveryId) && !known.delete(deliveryId));
       const recorded = await recordedBefore(unknown);
       const fresh = unknown.filter((_, i) => recorded[i] !== true);
-      await Promise.all(
-        fresh.map(({ subscriptionId, deliveryId }) =>
-          scheduleNew(event, body, { kind: 'schedule', deliveryId, subscriptionId, eventId: event.id, eventType: event.type, eventPosition: event.position, fannedOutThrough, at }),
-        ),
+      await scheduleNew(
+        event,
+        body,
+        fresh.map(({ subscriptionId, deliveryId }) => ({ kind: 'schedule', deliveryId, subscriptionId, eventId: event.id, eventType: event.type, eventPosition: event.position, fannedOutThrough, at })),
       );
       // An event fanned out again after a restart, its deliveries already recorded, is not counted twice.
       if (fresh.length > 0) punctuality.fannedOut(at - event.offset);
@@ -499,7 +508,7 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
       if (pending.has(deliveryId)) return;
       const command = { kind: 'schedule', deliveryId, subscriptionId: subscription.id, eventId: event.id, eventType: event.type, eventPosition: event.position, fannedOutThrough: 0, replayId, at: clock() } as const;
       // The body bytes of the live delivery: the same function of the same record.
-      await scheduleNew(event, envelopeBytes(event), command, true);
+      await scheduleNew(event, envelopeBytes(event), [command], true);
     },
 
     replayRoom: () => (liveUnattempted.size > 0 ? 0 : Math.max(0, Math.floor(deps.maxInFlight / 2) - pump.load())),
@@ -526,7 +535,7 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
         // another dispatcher may be attempting it under a claim that a put would drop.
         const p: Pending = { delivery, workspaceId, body: null, inFlight: false };
         track(p);
-        await enqueue(p, delivery.nextAttemptAt, 'offer');
+        await enqueue([{ p, at: delivery.nextAttemptAt }], 'offer');
       }
       // History left behind by a deletion that happened while the dispatcher was not looking.
       for (const subscriptionId of gone) await deleteSubscriptionHistory(log, subscriptionId);

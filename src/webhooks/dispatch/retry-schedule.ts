@@ -29,8 +29,11 @@ export interface DueAttempt {
 }
 
 export interface RetrySchedule {
-  /** The owner's move: adds a delivery's next attempt, or moves it (settling a claim) when the delivery is already there. */
-  put(entry: DueAttempt): Promise<void>;
+  /**
+   * The owner's move: adds each delivery's next attempt, or moves it (settling a claim) when the
+   * delivery is already there. Several in one call cost one round trip (a fan-out's deliveries).
+   */
+  put(...entries: DueAttempt[]): Promise<void>;
   /**
    * Adds the entry unless the delivery is already scheduled or claimed in the same or a later round:
    * how a dispatcher announces a delivery it does not own (a retry request, a restart). A claim is

@@ -132,7 +132,7 @@ export const createMemoryRetrySchedule = (): RetrySchedule => {
   };
 
   return {
-    put: async (entry) => put(entry),
+    put: async (...entries) => entries.forEach(put),
     offer: async (entry) => {
       if ((current.get(entry.deliveryId)?.round ?? 0) < entry.round) put(entry);
     },

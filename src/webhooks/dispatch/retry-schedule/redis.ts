@@ -64,10 +64,12 @@ end
 `;
 
 const SCRIPTS = {
-  // ARGV: prefix, id, subscriptionId, dueAt, round, kind, owner
+  // ARGV: prefix, owner, then id, subscriptionId, dueAt, round, kind of each entry
   retryPut: `
-unschedule(ARGV[2])
-schedule(ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6] == 'r', ARGV[7])`,
+for i = 3, #ARGV, 5 do
+  unschedule(ARGV[i])
+  schedule(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4] == 'r', ARGV[2])
+end`,
   // ARGV: prefix, id, subscriptionId, dueAt, round, kind. An entry of this round or a later one stays, scheduled or claimed.
   retryOffer: `
 local v = redis.call('HGET', entries, ARGV[2])
@@ -218,8 +220,10 @@ export const createRedisRetrySchedule = (options: RedisRetryScheduleOptions): Sh
     onLost(listener) {
       reseed = listener;
     },
-    async put(entry) {
-      await client.retryPut(...keys, lanePrefix, entry.deliveryId, entry.subscriptionId, String(entry.dueAt), String(entry.round), kind(entry), owner);
+    async put(...entries) {
+      if (entries.length === 0) return;
+      const fields = entries.flatMap((entry) => [entry.deliveryId, entry.subscriptionId, String(entry.dueAt), String(entry.round), kind(entry)]);
+      await client.retryPut(...keys, lanePrefix, owner, ...fields);
     },
     async offer(entry) {
       await client.retryOffer(...keys, lanePrefix, entry.deliveryId, entry.subscriptionId, String(entry.dueAt), String(entry.round), kind(entry));

@@ -109,6 +109,16 @@ retryScheduleContract('redis', redisUrl ? () => redisPair(redisUrl) : null, { pr
     expect(taken.map((e) => e.deliveryId).sort()).to.deep.equal(Array.from({ length: 10 }, (_, i) => `p${290 + i}`));
   });
 
+  it('puts 1,000 entries given in one call, past the 256 a script takes, each marked as the putter\'s', async () => {
+    await pair.schedule.remove('d');
+    const entries = Array.from({ length: 1_000 }, (_, i) => ({ deliveryId: `f${i}`, subscriptionId: `sub${i}`, dueAt: i, round: 1 }));
+    await pair.schedule.put(...entries);
+    expect(await pair.schedule.size()).to.equal(1_000);
+    const taken = await pair.schedule.takeDue(10_000, 2_000, unlimited);
+    expect(taken.map((e) => e.deliveryId).sort()).to.deep.equal(entries.map((e) => e.deliveryId).sort());
+    expect(taken.every((e) => e.ownPut === true)).to.equal(true);
+  });
+
   it("marks a claim of the taker's own put, and no other", async () => {
     await pair.other.put({ deliveryId: 'e', subscriptionId: 's', dueAt: 100, round: 1 });
     await pair.other.offer({ deliveryId: 'f', subscriptionId: 's', dueAt: 100, round: 1 });

@@ -135,6 +135,12 @@ const kind = (entry: DueAttempt): 'r' | 'f' => (entry.retry === true ? 'r' : 'f'
 
 type Scripted = Redis & { [K in keyof typeof SCRIPTS]: (...args: string[]) => Promise<unknown> };
 
+/**
+ * Entries per put script: a fan-out to a workspace's every subscription (up to 10,000) must not hold
+ * Redis for the whole of it in one script.
+ */
+const PUT_CHUNK = 256;
+
 /** Due lanes listed per round trip while looking for lanes with room. */
 const LANE_PAGE = 256;
 
@@ -221,9 +227,10 @@ export const createRedisRetrySchedule = (options: RedisRetryScheduleOptions): Sh
       reseed = listener;
     },
     async put(...entries) {
-      if (entries.length === 0) return;
-      const fields = entries.flatMap((entry) => [entry.deliveryId, entry.subscriptionId, String(entry.dueAt), String(entry.round), kind(entry)]);
-      await client.retryPut(...keys, lanePrefix, owner, ...fields);
+      for (let start = 0; start < entries.length; start += PUT_CHUNK) {
+        const fields = entries.slice(start, start + PUT_CHUNK).flatMap((entry) => [entry.deliveryId, entry.subscriptionId, String(entry.dueAt), String(entry.round), kind(entry)]);
+        await client.retryPut(...keys, lanePrefix, owner, ...fields);
+      }
     },
     async offer(entry) {
       await client.retryOffer(...keys, lanePrefix, entry.deliveryId, entry.subscriptionId, String(entry.dueAt), String(entry.round), kind(entry));

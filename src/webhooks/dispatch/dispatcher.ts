@@ -242,10 +242,15 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
     await record(p.workspaceId, p.delivery.subscriptionId, events);
   };
 
+  /**
+   * Recorded before the entry leaves the schedule: killed in between, the log says cancelled and the
+   * entry left behind finds nothing waiting when taken. (The other way round, the log said waiting
+   * with no entry to attempt it until a restart.)
+   */
   const cancel = async (p: Pending, reason: string): Promise<void> => {
     forget(p);
-    await schedule.remove(p.delivery.id, p.delivery.round);
     await apply(p, { kind: 'cancel', reason, at: clock() });
+    await schedule.remove(p.delivery.id, p.delivery.round);
   };
 
   /** Subscription reports run one at a time per subscription, so the failure count sees them in order. */

@@ -65,11 +65,15 @@ const SCRIPTS = {
   historyBind: `${bindEpochLua('meta')}
 return { current, redis.call('HGET', meta, 'position') or '0', redis.call('HGET', meta, 'fanned') or '0' }`,
 
-  // ARGV: prefix, epoch, then delivery ids. Returns {'reset'} or {'ok', position, fan-out checkpoint, JSON or false per id}.
+  // ARGV: prefix, epoch, the batch's last position, then delivery ids. Returns {'reset'} or {'ok',
+  // position, fan-out checkpoint, JSON or false per id}; no JSON when the checkpoint is at or past
+  // the batch's last position (another writer applied it all).
   historyRead: `
 if redis.call('GET', epoch) ~= ARGV[2] then return { 'reset' } end
-local out = { 'ok', redis.call('HGET', meta, 'position') or '0', redis.call('HGET', meta, 'fanned') or '0' }
-for i = 3, #ARGV do out[#out + 1] = redis.call('HGET', docs, ARGV[i]) end
+local position = redis.call('HGET', meta, 'position') or '0'
+local out = { 'ok', position, redis.call('HGET', meta, 'fanned') or '0' }
+if tonumber(position) >= tonumber(ARGV[3]) then return out end
+for i = 4, #ARGV do out[#out + 1] = redis.call('HGET', docs, ARGV[i]) end
 return out`,
 
   // ARGV: prefix, epoch, expected position, new position, new fan-out checkpoint, then per delivery:
@@ -228,9 +232,13 @@ export const createRedisDeliveryIndex = (options: RedisDeliveryIndexOptions): De
    */
   const applyBatch = async (batch: readonly ProjectedEvent[]): Promise<void> => {
     const ids = [...new Set(batch.flatMap((event) => unpackSteps(event).map((step) => String(step.data['delivery_id']))))];
+    const batchLast = String(batch.at(-1)?.position ?? 0);
     for (;;) {
-      const [status, position, fanned, ...found] = (await write(() => client.historyRead(...keys, prefix, epoch as string, ...ids))) as [string, string, string, ...(string | null)[]];
+      const [status, position, fanned, ...found] = (await write(() => client.historyRead(...keys, prefix, epoch as string, batchLast, ...ids))) as [string, string, string, ...(string | null)[]];
       if (status === 'reset') throw lost();
+      // Another writer applied the whole batch: nothing to fold or write (the common case for the
+      // second of two dispatchers, which tails the same log).
+      if (Number(position) >= Number(batchLast)) return;
       const stored = new Map<string, Delivery>();
       ids.forEach((id, i) => {
         const json = found[i];

@@ -18,7 +18,7 @@ const redisUrl = process.env['REDIS_URL'];
 const namespace = (url: string) => {
   const keyPrefix = `test:${Math.random().toString(16).slice(2)}:`;
   const opened: DeliveryIndex[] = [];
-  const open = async (): Promise<DeliveryIndex> => {
+  const open = async (): Promise<DeliveryIndex & { readonly client: Redis }> => {
     const index = openRedisDeliveryIndex({ url, keyPrefix });
     opened.push(index);
     // Bound to the stored data, as its runner does before the first apply.
@@ -92,6 +92,26 @@ const deliveryRecords = (count: number): ProjectedEvent[] => {
     expect(await b.checkpoint()).to.deep.equal({ position: 300, fannedOutThrough: 149 });
     // The last one's event is past the fan-out checkpoint: a replayed fan-out must find it known.
     expect((await b.pending()).deliveries.map((p) => p.delivery.id)).to.deep.equal(['d149']);
+  });
+
+  it('reads no delivery back for a batch another writer applied already', async () => {
+    const events = deliveryRecords(50);
+    const [a, b] = [await space.open(), await space.open()];
+    await Promise.all(events.map((event) => a.apply(event)));
+    // What b's reads bring back: the status and the two checkpoints, then one JSON (or null) per delivery asked.
+    const replies: number[] = [];
+    const client = b.client as unknown as Record<string, (...args: unknown[]) => Promise<unknown[]>>;
+    const read = (client['historyRead'] as (...args: unknown[]) => Promise<unknown[]>).bind(b.client);
+    client['historyRead'] = async (...args: unknown[]) => {
+      const reply = await read(...args);
+      replies.push(reply.length);
+      return reply;
+    };
+    await Promise.all(events.map((event) => b.apply(event)));
+    expect(replies.length, 'reads by the second writer').to.be.greaterThan(0);
+    expect(replies, 'deliveries read back').to.satisfy((lengths: number[]) => lengths.every((n) => n === 3));
+    expect(await b.checkpoint()).to.deep.equal({ position: 100, fannedOutThrough: 49 });
+    expect((await b.page({ subscriptionId: 's1', limit: 100 })).items).to.have.length(50);
   });
 
   it('refuses applies and a restart from it once Redis lost its data, and starts again from position 0', async () => {

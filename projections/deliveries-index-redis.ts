@@ -237,7 +237,8 @@ export const createRedisDeliveryIndex = (options: RedisDeliveryIndexOptions): De
       const [status, position, fanned, ...found] = (await write(() => client.historyRead(...keys, prefix, epoch as string, batchLast, ...ids))) as [string, string, string, ...(string | null)[]];
       if (status === 'reset') throw lost();
       // Another writer applied the whole batch: nothing to fold or write (the common case for the
-      // second of two dispatchers, which tails the same log).
+      // second of two dispatchers, which tails the same log). Past here the batch's last event is
+      // above the checkpoint, so the apply moves the checkpoint to it.
       if (Number(position) >= Number(batchLast)) return;
       const stored = new Map<string, Delivery>();
       ids.forEach((id, i) => {
@@ -247,10 +248,8 @@ export const createRedisDeliveryIndex = (options: RedisDeliveryIndexOptions): De
       const changed = new Map<string, IndexedDelivery>();
       const deleted = new Set<string>();
       let fannedOutThrough = Number(fanned);
-      let last = Number(position);
       for (const event of batch) {
         if (event.position <= Number(position)) continue;
-        last = event.position;
         const change = indexChange(event, (id) => changed.get(id)?.delivery ?? stored.get(id));
         if (change.kind === 'subscription_deleted') {
           deleted.add(change.subscriptionId);
@@ -260,9 +259,8 @@ export const createRedisDeliveryIndex = (options: RedisDeliveryIndexOptions): De
         for (const entry of change.deliveries) changed.set(entry.delivery.id, entry);
         fannedOutThrough = Math.max(fannedOutThrough, change.fannedOutThrough);
       }
-      if (last === Number(position)) return;
       for (const subscriptionId of deleted) await write(() => forgetAll(subscriptionId));
-      const args = [epoch as string, position, String(last), String(fannedOutThrough)];
+      const args = [epoch as string, position, batchLast, String(fannedOutThrough)];
       for (const { delivery, workspaceId } of changed.values()) {
         const was = deleted.has(delivery.subscriptionId) ? '' : (stored.get(delivery.id)?.status ?? '');
         const attempted = delivery.history.length > 0 ? '1' : '0';

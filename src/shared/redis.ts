@@ -11,8 +11,10 @@ export type RedisRole =
 
 const RETRY_MAX_MS = 2_000;
 
-export const createRedisClient = (url: string, role: RedisRole, options: { commandTimeoutMs?: number } = {}): Redis => {
+/** `name`: the connection's name in Redis' CLIENT LIST (set at each connect), for an operator to tell connections apart. */
+export const createRedisClient = (url: string, role: RedisRole, options: { commandTimeoutMs?: number; name?: string } = {}): Redis => {
   const client = new Redis(url, {
+    ...(options.name === undefined ? {} : { connectionName: options.name }),
     connectTimeout: 1_000,
     // Reconnects forever in the background, backing off to one try every 2 s.
     retryStrategy: (times) => Math.min(times * 100, RETRY_MAX_MS),

@@ -1,10 +1,11 @@
 // Deletions told to the dispatchers over Redis (src/webhooks/dispatch/deletion-notices.ts): an API
-// server's DELETE waits until every dispatcher that received the notice has acted on it, at most a
-// bound; a dispatcher that cannot answer, or a Redis that is away, costs the bound and no more.
+// server's DELETE waits until every dispatcher that received the notice, and every one known to be
+// alive, has acted on it, at most a bound; a dispatcher that was reconnecting acts on the notice it
+// missed; one that cannot answer, or a Redis that is away, costs the bound and no more.
 import { expect } from 'chai';
 import { performance } from 'node:perf_hooks';
 import { createRedisDeletionListener, createRedisDeletionNotices, type DeletionListener, type DeletionNotices } from '../../src/webhooks/dispatch/deletion-notices.js';
-import { createRedisClient } from '../../src/shared/redis.js';
+import { createRedisClient, redisReady } from '../../src/shared/redis.js';
 import { redisServerInstalled, startPrivateRedis } from '../support/redis-server.js';
 
 const redisUrl = process.env['REDIS_URL'];
@@ -85,21 +86,75 @@ const NEVER_MS = 60_000;
     expect(performance.now() - started).to.be.at.least(250);
   });
 
-  (redisServerInstalled() ? it : it.skip)('answers at once while Redis is away after start, and waits for the dispatchers again once it is back', async function () {
+  it('waits for a dispatcher known alive whose subscription is reconnecting, which acts on the notice it missed', async () => {
+    const told: string[] = [];
+    await listener((id) => told.push(id));
+    const api = notices(NEVER_MS);
+    // Heard once: known alive from then on.
+    await api.tell('sub-a');
+    // Its subscriber connection drops; it comes back after ioredis' first reconnect delay (100 ms),
+    // long after this DELETE's PUBLISH, which reaches no one.
+    const admin = createRedisClient(url, 'command');
+    try {
+      await redisReady(admin);
+      const clients = String(await admin.call('CLIENT', 'LIST', 'TYPE', 'pubsub'));
+      const ids = [...clients.matchAll(/^id=(\d+) .*name=webhook-deletions-dispatcher-subscriber /gm)].map((m) => m[1] as string);
+      expect(ids).to.have.length.at.least(1);
+      for (const id of ids) await admin.call('CLIENT', 'KILL', 'ID', id);
+    } finally {
+      admin.disconnect();
+    }
+    await api.tell('sub-b');
+    expect(told).to.deep.equal(['sub-a', 'sub-b']);
+    // Acted on once, though read both from the recent notices and, for sub-a, heard live before.
+    await api.tell('sub-c');
+    expect(told).to.deep.equal(['sub-a', 'sub-b', 'sub-c']);
+  });
+
+  it('does not wait for a dispatcher that said it stopped', async () => {
+    const told: string[] = [];
+    const dispatcher = await listener((id) => told.push(id));
+    const api = notices(NEVER_MS);
+    await api.tell('sub-a');
+    dispatcher.close();
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    await api.tell('sub-b');
+    expect(told).to.deep.equal(['sub-a']);
+  });
+
+  it('waits out its bound for a dispatcher heard alive that no longer answers (killed without a word)', async () => {
+    const api = notices(400);
+    await api.tell('warm-up');
+    const ghost = createRedisClient(url, 'command');
+    try {
+      await redisReady(ghost);
+      await ghost.publish(`${channelPrefix}webhook-dispatchers`, 'ghost');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const started = performance.now();
+      await api.tell('sub-a');
+      expect(performance.now() - started, 'waited for the one heard alive').to.be.at.least(350);
+    } finally {
+      ghost.disconnect();
+    }
+  });
+
+  (redisServerInstalled() ? it : it.skip)('waits out its bound while Redis is away after start, and waits for the dispatchers again once it is back', async function () {
     this.timeout(30_000);
     const redis = await startPrivateRedis();
     try {
       const told: string[] = [];
       const onPrivate = { url: redis.url, channelPrefix };
       const dispatcher = createRedisDeletionListener(onPrivate);
-      const api = createRedisDeletionNotices({ ...onPrivate, waitMs: NEVER_MS });
+      const api = createRedisDeletionNotices({ ...onPrivate, waitMs: 1_000 });
       opened.push(dispatcher, api);
       await dispatcher.listen((id) => told.push(id));
       await api.tell('before');
       expect(told).to.deep.equal(['before']);
       await redis.stop();
-      // PUBLISH fails at once: the dispatchers meet the deletion in the log.
+      // PUBLISH fails at once: a dispatcher known alive gets the bound to meet the deletion in the log.
+      const started = performance.now();
       await api.tell('during');
+      expect(performance.now() - started, 'waited out the bound').to.be.at.least(950);
       await redis.start();
       // Both sides subscribe again after their reconnect, each in its own time.
       for (let i = 0; !told.includes('after') && i < 100; i++) {

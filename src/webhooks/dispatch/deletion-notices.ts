@@ -2,12 +2,17 @@
 // worker thread (thread.ts), and answers once each has stopped sending to the subscription. Without
 // it, a dispatcher whose check of the log came just before the marker, and whose event loop then
 // stalled, could send after the answer (the likely cause of what the distributed crash torture
-// found under CPU pressure: deliveries 1.1 s after their DELETE). Each dispatcher keeps a subscriber
-// connection on the notices channel; the API server publishes "<notice id> <subscription id>",
-// learns from PUBLISH how many dispatchers received it, and waits for as many acknowledgements, at
-// most `waitMs`. A dispatcher that cannot answer in time (stalled, or gone after the publish) is not
-// waited for longer, nor is an unreachable Redis: its check of the log before each attempt still
-// meets the marker.
+// found under CPU pressure: deliveries 1.1 s after their DELETE). The API server publishes
+// "<notice id> <subscription id>" and waits, at most `waitMs`, for an acknowledgement from each
+// dispatcher that received it (PUBLISH counts them) and from each one it knows to be alive.
+// Knowing who is alive is what covers the dispatchers PUBLISH cannot count: one whose subscriber is
+// reconnecting (Redis restarted), or every one while Redis is away. Each dispatcher says it is alive
+// every HEARTBEAT_MS on a presence channel, and gone when it stops; the API server keeps who it heard
+// in memory (a Redis restarted empty loses nothing of it). Each notice is also kept in Redis for
+// RECENT_MS, and a dispatcher reads them after every (re)subscription: one that was reconnecting acts
+// on what it missed and acknowledges it. A dispatcher that cannot answer in time (stalled, or killed
+// and still counted alive for ALIVE_MS) is not waited for longer than the bound; its check of the
+// log before each attempt still meets the marker.
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { createRedisClient, redisReady } from '../../shared/redis.js';
@@ -40,19 +45,50 @@ const CONNECT_WAIT_MS = 3_000;
 /** How long a DELETE waits for the dispatchers (a worker thread, or the dispatcher roles) to stop sending to its subscription. */
 export const DELETION_WAIT_MS = 2_000;
 
-const channels = (options: DeletionNoticeOptions) => ({
+/** How often a dispatcher says it is alive. */
+const HEARTBEAT_MS = 1_000;
+
+/**
+ * How long an API server counts a dispatcher alive after hearing from it: several heartbeats, so a
+ * short Redis outage does not make it forget one. A dispatcher unheard for longer has had no claim
+ * on the shared schedule (in Redis too) for as long, so nothing of it can be under way.
+ */
+const ALIVE_MS = 5_000;
+
+/** How long a notice is kept for the dispatchers that were reconnecting when it was published, and how many at most. */
+const RECENT_MS = 60_000;
+const RECENT_MAX = 10_000;
+
+const keys = (options: DeletionNoticeOptions) => ({
   notices: `${options.channelPrefix ?? ''}webhook-deletions`,
   acks: `${options.channelPrefix ?? ''}webhook-deletion-acks`,
+  presence: `${options.channelPrefix ?? ''}webhook-dispatchers`,
+  recent: `${options.channelPrefix ?? ''}webhook-deletions-recent`,
 });
 
-/** Subscribes to `channel` once Redis is there (`subscription`). */
-const connect = (options: DeletionNoticeOptions, channel: string, onMessage: (message: string, publisher: Redis) => void) => {
-  const publisher = createRedisClient(options.url, 'command');
-  const subscriber = createRedisClient(options.url, 'subscriber');
-  subscriber.on('message', (from: string, message: string) => {
-    if (from === channel) onMessage(message, publisher);
+/**
+ * Subscribes to `channels` once Redis is there (`subscription`), and again after each reconnect;
+ * `subscribed` runs after each time the subscription is in place, the first included.
+ */
+const connect = (
+  options: DeletionNoticeOptions,
+  side: 'api' | 'dispatcher',
+  channels: readonly string[],
+  onMessage: (channel: string, message: string) => void,
+  subscribed?: () => Promise<void>,
+) => {
+  const publisher = createRedisClient(options.url, 'command', { name: `webhook-deletions-${side}` });
+  const subscriber = createRedisClient(options.url, 'subscriber', { name: `webhook-deletions-${side}-subscriber` });
+  subscriber.on('message', onMessage);
+  // SUBSCRIBE answers in order on its connection: once it has, nothing published after is missed.
+  const subscribe = () => Promise.all([subscriber.subscribe(...channels), redisReady(publisher)]).then(() => subscribed?.());
+  const subscription = subscribe();
+  // ioredis subscribes again by itself after a reconnect; this waits for it to know when it is done.
+  let first = true;
+  subscriber.on('ready', () => {
+    if (first) first = false;
+    else subscribe().catch(() => undefined);
   });
-  const subscription = Promise.all([subscriber.subscribe(channel), redisReady(publisher)]);
   // A subscription still queued when the connection closes fails; nobody waits for it then.
   subscription.catch(() => undefined);
   return {
@@ -67,20 +103,56 @@ const connect = (options: DeletionNoticeOptions, channel: string, onMessage: (me
 
 /** Starts without waiting for Redis: an API server serves what does not need it. */
 export const createRedisDeletionNotices = (options: DeletionNoticeOptions & { readonly waitMs: number }): DeletionNotices => {
-  const { notices, acks } = channels(options);
-  /** Per notice waiting for its acknowledgements: called once per acknowledgement. */
-  const waiting = new Map<string, () => void>();
-  const { publisher, subscription, close } = connect(options, acks, (id) => waiting.get(id)?.());
+  const { notices, acks, presence, recent } = keys(options);
+  /** Per notice waiting for its acknowledgements: called with each acknowledging dispatcher. */
+  const waiting = new Map<string, (dispatcher: string) => void>();
+  /** Each dispatcher heard from, and when (performance.now()). */
+  const heard = new Map<string, number>();
+  const { publisher, subscription, close } = connect(options, 'api', [acks, presence], (channel, message) => {
+    const space = message.indexOf(' ');
+    if (channel === presence) {
+      if (space < 0) heard.set(message, performance.now());
+      else heard.delete(message.slice(0, space));
+    } else if (channel === acks && space > 0) {
+      heard.set(message.slice(space + 1), performance.now());
+      waiting.get(message.slice(0, space))?.(message.slice(space + 1));
+    }
+  });
+  const alive = (): Set<string> => {
+    const since = performance.now() - ALIVE_MS;
+    for (const [dispatcher, at] of heard) if (at < since) heard.delete(dispatcher);
+    return new Set(heard.keys());
+  };
+  /** Kept for the dispatchers that are reconnecting, and published to those listening: the number of those. */
+  const publish = async (notice: string): Promise<number> => {
+    const now = Date.now();
+    const replies = await publisher
+      .multi()
+      .zadd(recent, now, notice)
+      .zremrangebyscore(recent, '-inf', now - RECENT_MS)
+      .zremrangebyrank(recent, 0, -RECENT_MAX - 1)
+      .pexpire(recent, RECENT_MS)
+      .publish(notices, notice)
+      .exec();
+    const [error, receivers] = replies?.at(-1) ?? [new Error('the notice was discarded by Redis')];
+    if (error) throw error;
+    return Number(receivers);
+  };
   return {
     async tell(subscriptionId) {
       const id = randomUUID();
-      let acknowledged = 0;
+      const expected = alive();
+      const acknowledged = new Set<string>();
       let receivers = Infinity;
       let done = (): void => undefined;
       const all = new Promise<void>((resolve) => (done = resolve));
-      // An acknowledgement may come in before PUBLISH's answer: both are counted, in either order.
-      waiting.set(id, () => {
-        if (++acknowledged >= receivers) done();
+      // Every dispatcher PUBLISH reached (the count) and every one known alive (by name), acknowledgements coming in before PUBLISH's answer included.
+      const check = (): void => {
+        if (acknowledged.size >= receivers && [...expected].every((dispatcher) => acknowledged.has(dispatcher))) done();
+      };
+      waiting.set(id, (dispatcher) => {
+        acknowledged.add(dispatcher);
+        check();
       });
       // One bound for the whole wait, however it is spent.
       const deadline = performance.now() + options.waitMs;
@@ -88,11 +160,13 @@ export const createRedisDeletionNotices = (options: DeletionNoticeOptions & { re
       try {
         // Acknowledgements are heard only once subscribed to them (at start, or after an outage).
         if (!(await succeedsWithin(subscription, left()))) throw new Error('Redis cannot be reached');
-        receivers = await publisher.publish(notices, `${id} ${subscriptionId}`);
-        if (acknowledged >= receivers) done();
+        receivers = await publish(`${id} ${subscriptionId}`);
+        check();
         await succeedsWithin(all, left());
       } catch (error) {
         console.warn(`webhook ${subscriptionId}: the dispatchers could not be told of its deletion (${String(error)}); they meet it in the log`);
+        // Those alive get the bound to get there: an attempt whose look at the log came before the marker goes out before the answer.
+        if (expected.size > 0) await new Promise((resolve) => setTimeout(resolve, left()));
       } finally {
         waiting.delete(id);
       }
@@ -102,20 +176,51 @@ export const createRedisDeletionNotices = (options: DeletionNoticeOptions & { re
 };
 
 export const createRedisDeletionListener = (options: DeletionNoticeOptions): DeletionListener => {
-  const { notices, acks } = channels(options);
+  const { notices, acks, presence, recent } = keys(options);
+  /** This dispatcher's name in acknowledgements and on the presence channel: one per process lifetime. */
+  const name = randomUUID();
+  /** The notices acted on, and when (Date.now()): a notice read again from the recent ones is acknowledged, not acted on twice. */
+  const acted = new Map<string, number>();
   let connection: ReturnType<typeof connect> | null = null;
+  let heartbeat: NodeJS.Timeout | null = null;
   return {
     /** Resolves once subscribed, so no DELETE after it is missed, or after a few seconds without Redis (subscribed when it comes). */
     async listen(deleted) {
-      connection = connect(options, notices, (message, publisher) => {
-        const space = message.indexOf(' ');
+      const act = (notice: string): void => {
+        const space = notice.indexOf(' ');
         if (space < 0) return;
-        deleted(message.slice(space + 1));
+        const id = notice.slice(0, space);
+        if (!acted.has(id)) {
+          acted.set(id, Date.now());
+          deleted(notice.slice(space + 1));
+        }
         // Unanswered when Redis is away: the API server waits out its bound.
-        publisher.publish(acks, message.slice(0, space)).catch(() => undefined);
-      });
+        connection?.publisher.publish(acks, `${id} ${name}`).catch(() => undefined);
+      };
+      const alive = () => void connection?.publisher.publish(presence, name).catch(() => undefined);
+      // The notices published while this one was not subscribed: at start, or reconnecting.
+      const catchUp = async (): Promise<void> => {
+        alive();
+        const since = Date.now() - 2 * RECENT_MS;
+        for (const [id, at] of acted) if (at < since) acted.delete(id);
+        const missed = await (connection?.publisher.zrange(recent, 0, -1) ?? Promise.resolve([])).catch((error: unknown) => {
+          console.warn(`webhooks: the DELETEs answered while not subscribed could not be read (${String(error)}); they are met in the log`);
+          return [];
+        });
+        for (const notice of missed) act(notice);
+      };
+      connection = connect(options, 'dispatcher', [notices], (_, notice) => act(notice), catchUp);
+      heartbeat = setInterval(alive, HEARTBEAT_MS).unref();
       if (!(await succeedsWithin(connection.subscription, options.connectWaitMs ?? CONNECT_WAIT_MS))) console.warn('webhooks: Redis cannot be reached; DELETEs answered meanwhile are met in the log');
     },
-    close: () => connection?.close(),
+    close() {
+      if (heartbeat !== null) clearInterval(heartbeat);
+      const leaving = connection;
+      // Gone for good: an API server does not wait for it until it is no longer counted alive.
+      void leaving?.publisher
+        .publish(presence, `${name} gone`)
+        .catch(() => undefined)
+        .finally(() => leaving.close());
+    },
   };
 };

@@ -4,6 +4,7 @@ import { ConfigError, loadConfig } from './config/config.js';
 import { LogUnavailable } from './log/event-log.js';
 import { ReadModelsUnavailable } from '../projections/tickets-store-sqlite.js';
 import { startService, type Service } from './service.js';
+import { lowerThreadPriority } from './shared/thread-priority.js';
 
 const main = async () => {
   const config = loadConfig();
@@ -28,6 +29,11 @@ const main = async () => {
   process.once('SIGTERM', () => stop('SIGTERM'));
   // Only the embedded role creates a first workspace: several API servers must not each make one.
   service = await startService(config, { bootstrapWorkspace: config.role === 'all' });
+  // The embedded role's requests yield to its delivery thread when the cores are short (on a machine
+  // with cores to spare nothing changes): a write that outruns delivery only grows the backlog. Lowered
+  // only now, after every thread that must keep the process's priority has started (a delivery
+  // thread started again later comes from the launcher it was started from, at that priority).
+  if (config.role === 'all' && config.apiThreadNice > 0) lowerThreadPriority(config.apiThreadNice);
   if (service.firstApiKey !== null) {
     console.log(`Created the first workspace ${service.firstApiKey.workspaceId}.`);
     console.log(`Its API key (shown once, keep it): ${service.firstApiKey.apiKey}`);

@@ -13,7 +13,8 @@
 // With BENCH_ROLES=distributed the same traffic goes to the distributed roles on one host instead: an
 // API server, the relay and two dispatchers on one shared SQLite log, with Kafka and Redis the bench
 // starts on ports of its own; the start-up reported is then the API server's and a dispatcher's.
-// `npm run bench -- sustained [--long]`, BENCH_SECONDS / BENCH_RATE / BENCH_ROLES to override.
+// `npm run bench -- sustained [--long]`, BENCH_SECONDS / BENCH_RATE / BENCH_ROLES to override;
+// API_THREAD_NICE goes to the service as it is.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
@@ -237,6 +238,8 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
     WEBHOOK_TIMEOUT_MS: '2000',
     RATE_LIMIT_PER_KEY: '1000000000',
     RATE_LIMIT_PER_IP: '1000000000',
+    // The embedded request thread's priority, to compare with the delivery thread's (README, API_THREAD_NICE).
+    ...(process.env['API_THREAD_NICE'] === undefined ? {} : { API_THREAD_NICE: process.env['API_THREAD_NICE'] }),
   });
   // Set before the try: the finally stops it.
   let topology: Topology | null = null;

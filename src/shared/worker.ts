@@ -2,8 +2,12 @@
 // under tsx, the .ts entry through a plain JavaScript boot file that loads it with tsx's API.
 import { Worker, type WorkerOptions } from 'node:worker_threads';
 
-/** `entry` is the worker module's URL, its extension the caller's own (`.ts` under tsx, `.js` compiled). */
-export const startWorker = (entry: URL, options: WorkerOptions & { workerData: object }): Worker =>
+type Options = WorkerOptions & { workerData: object };
+
+/** The module a Worker runs for `entry` (the worker module's URL, `.ts` under tsx, `.js` compiled), and its options. */
+export const workerArgs = (entry: URL, options: Options): [URL, Options] =>
   entry.pathname.endsWith('.ts')
-    ? new Worker(new URL('./thread-boot.mjs', import.meta.url), { ...options, workerData: { ...options.workerData, entry: entry.href } })
-    : new Worker(entry, options);
+    ? [new URL('./thread-boot.mjs', import.meta.url), { ...options, workerData: { ...options.workerData, entry: entry.href } }]
+    : [entry, options];
+
+export const startWorker = (entry: URL, options: Options): Worker => new Worker(...workerArgs(entry, options));

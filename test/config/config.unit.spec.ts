@@ -49,6 +49,7 @@ describe('configuration', () => {
     refuses({ EVENTSTORE_URL: 'http://x' }, 'EVENTSTORE_URL');
     refuses({ KAFKA_BROKERS: 'nohost' }, 'KAFKA_BROKERS');
     refuses({ KAFKA_SESSION_TIMEOUT_MS: '5999' }, 'KAFKA_SESSION_TIMEOUT_MS');
+    for (const bad of ['-1', '20', '1.5', 'low']) refuses({ API_THREAD_NICE: bad }, 'API_THREAD_NICE');
     refuses({ MAINTENANCE_MODE: 'perhaps' }, 'MAINTENANCE_MODE');
     refuses({ PLANS: 'free:ten:false' }, 'PLANS');
     refuses({ WEBHOOK_SECRET_KEY: 'short' }, 'WEBHOOK_SECRET_KEY');
@@ -70,6 +71,8 @@ describe('configuration', () => {
   it('reads the replay lease of the distributed dispatchers: 1000 to 600000 ms, default 10 s', () => {
     expect(loadConfig({}).webhooks.replayLeaseMs).to.equal(10_000);
     expect(loadConfig({ WEBHOOK_REPLAY_LEASE_MS: '1000' }).webhooks.replayLeaseMs).to.equal(1_000);
+    expect(loadConfig({}).apiThreadNice).to.equal(12);
+    expect(loadConfig({ API_THREAD_NICE: '0' }).apiThreadNice).to.equal(0);
     for (const bad of ['999', '600001', '2s', 'long']) refuses({ WEBHOOK_REPLAY_LEASE_MS: bad }, 'WEBHOOK_REPLAY_LEASE_MS');
   });
 

@@ -9,18 +9,17 @@ import { DELIVERY_HISTORY_FILE, openSqliteDeliveryIndex } from '../../../project
 import { openDispatcherLog } from '../../bus/role-log.js';
 import type { Config } from '../../config/config.js';
 import { systemMicros } from '../../log/clock.js';
-import { lowerThreadPriority } from '../../shared/thread-priority.js';
+import { lowerThreadPriority, nameThread } from '../../shared/thread-priority.js';
 import { createHistoryIndexer } from './history-index.js';
 import type { FromIndexer, ToIndexer } from './index-thread.js';
 
 const port = parentPort;
 if (port === null) throw new Error('index-thread-entry runs in a worker thread');
 const { config } = workerData as { config: Config };
-/** The index thread's nice value (0 is the process's). */
-const INDEX_NICE = 10;
-
-// The index may lag behind a burst and catch up after it; the API and the delivery thread may not.
-lowerThreadPriority(INDEX_NICE);
+// The index may lag behind a burst and catch up after it; the requests and the delivery thread may
+// not: it stays ten below the request thread (API_THREAD_NICE), as far as nice goes (19).
+lowerThreadPriority(Math.min(19, config.apiThreadNice + 10));
+nameThread('delivery-index');
 const log = await openDispatcherLog(config, systemMicros, 'indexer');
 const index = openSqliteDeliveryIndex({ file: path.join(config.dataDir, DELIVERY_HISTORY_FILE) });
 const indexer = createHistoryIndexer(log, index, { retentionMs: config.webhooks.historyRetentionMs, clock: systemMicros });

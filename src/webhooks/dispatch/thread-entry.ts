@@ -13,6 +13,7 @@ import { backgroundCore } from '../../app/log-core.js';
 import { openDispatcherLog } from '../../bus/role-log.js';
 import type { Config } from '../../config/config.js';
 import { systemMicros } from '../../log/clock.js';
+import { nameThread } from '../../shared/thread-priority.js';
 import type { DeliveryEngineStatus } from './backlog.js';
 import type { Dispatcher } from './dispatcher.js';
 import { webhooksWithDelivery, type EventSource } from './feature.js';
@@ -25,6 +26,7 @@ import type { FromWorker, ToWorker } from './thread.js';
 const port = parentPort;
 if (port === null) throw new Error('thread-entry runs in a worker thread');
 const { config } = workerData as { config: Config };
+nameThread('webhook-deliver');
 
 // Started first and awaited only where needed: its start (loading its modules, catching the index
 // up) overlaps this thread's own.

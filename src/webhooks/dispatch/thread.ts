@@ -6,14 +6,13 @@
 // a growing delay when it dies; /readyz names it while it is not running or does not answer.
 import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Worker } from 'node:worker_threads';
 import type { Config } from '../../config/config.js';
 import type { Feature } from '../../app/core.js';
 import type { HealthCheck } from '../../health/checks.js';
 import type { WebhookExtension } from '../feature.js';
 import type { DeliveryEngineStatus, EngineStatusSource } from './backlog.js';
 import { DELETION_WAIT_MS } from './deletion-notices.js';
-import { startWorker } from '../../shared/worker.js';
+import { createThreadLauncher, type LaunchedWorker } from '../../shared/thread-launcher.js';
 
 /** Main thread → worker. */
 export type ToWorker =
@@ -81,7 +80,10 @@ export const createDispatcherThread = (config: Config, options: DispatcherThread
   // Long enough for attempts under way (their timeout) and their recording.
   const stopGraceMs = 2 * config.webhooks.timeoutMs + 5_000;
 
-  let worker: Worker | null = null;
+  // Created now, before the main thread lowers its priority (API_THREAD_NICE): a worker started again
+  // after a crash runs at the process's priority, as the first did.
+  const launcher = createThreadLauncher();
+  let worker: LaunchedWorker | null = null;
   let ready = false;
   let stopping = false;
   let deathsInARow = 0;
@@ -95,7 +97,7 @@ export const createDispatcherThread = (config: Config, options: DispatcherThread
   const spawn = (): Promise<void> =>
     new Promise<void>((resolve, reject) => {
       const started = Date.now();
-      const current = startWorker(ENTRY, { workerData: { config }, name: 'webhook-dispatcher' });
+      const current = launcher.start(ENTRY, { workerData: { config }, name: 'webhook-dispatcher' });
       worker = current;
       ready = false;
       let failure: unknown = null;
@@ -139,11 +141,13 @@ export const createDispatcherThread = (config: Config, options: DispatcherThread
       stopping = true;
       clearTimeout(restartTimer);
       const current = worker;
-      if (current === null) return;
-      current.postMessage({ kind: 'stop' } satisfies ToWorker);
-      const timer = setTimeout(() => void current.terminate(), stopGraceMs);
-      await exited;
-      clearTimeout(timer);
+      if (current !== null) {
+        current.postMessage({ kind: 'stop' } satisfies ToWorker);
+        const timer = setTimeout(() => void current.terminate(), stopGraceMs);
+        await exited;
+        clearTimeout(timer);
+      }
+      await launcher.close();
     },
   };
 

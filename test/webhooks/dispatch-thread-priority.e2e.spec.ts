@@ -1,0 +1,80 @@
+// The embedded service (`npm start`'s process, ROLE=all) gives its delivery thread the cores first when
+// they are short: its main thread, which serves the requests, runs at API_THREAD_NICE once it is up,
+// the delivery thread and the launcher it is started from at the process's priority, the history
+// index ten below the main thread. Each has a name of its own in /proc (what `ps -L` and `top -H` show).
+import { expect } from 'chai';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { createProcessGroup, type ProcessGroup } from '../support/processes.js';
+
+interface Thread {
+  readonly tid: number;
+  readonly name: string;
+  readonly nice: number;
+}
+
+/** The process's threads as the kernel has them (`stat`'s 19th field is the nice value). */
+const threadsOf = (pid: number): Thread[] =>
+  readdirSync(`/proc/${pid}/task`).flatMap((entry) => {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${entry}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      return [{ tid: Number(entry), name: readFileSync(`/proc/${pid}/task/${entry}/comm`, 'utf8').trim(), nice: Number(fields[16]) }];
+    } catch {
+      return []; // a thread that ended meanwhile
+    }
+  });
+
+/** The nice values of the threads named `name`: a thread starts with its creator's name and nice value, so those it started share them. */
+const nicesOf = (threads: readonly Thread[], name: string): number[] => {
+  const found = threads.filter((t) => t.name === name);
+  expect(found, `a thread named ${name} in ${JSON.stringify(threads)}`).to.not.be.empty;
+  return [...new Set(found.map((t) => t.nice))];
+};
+
+describe('thread priorities of the embedded service (e2e)', function () {
+  this.timeout(60_000);
+  let group: ProcessGroup | undefined;
+  let dataDir: string | undefined;
+
+  before(function () {
+    if (process.platform !== 'linux') this.skip();
+  });
+  afterEach(async () => {
+    await group?.stopAll();
+    if (dataDir !== undefined) rmSync(dataDir, { recursive: true, force: true });
+    group = undefined;
+    dataDir = undefined;
+  });
+
+  const start = async (env: Record<string, string>) => {
+    dataDir = mkdtempSync(path.join(tmpdir(), 'sp-priority-'));
+    group = createProcessGroup({ ROLE: 'all', DATA_DIR: dataDir, ...env });
+    const service = await group.start('service', {});
+    return service.child.pid!;
+  };
+
+  it('runs the requests at nice 12 by default, delivery at the process’s 0, the history index at 19', async () => {
+    const pid = await start({});
+    const threads = threadsOf(pid);
+    expect(threads.find((t) => t.tid === pid)?.nice, 'the main thread').to.equal(12);
+    expect(nicesOf(threads, 'webhook-deliver')).to.deep.equal([0]);
+    expect(nicesOf(threads, 'thread-launcher')).to.deep.equal([0]);
+    expect(nicesOf(threads, 'delivery-index')).to.deep.equal([19]);
+  });
+
+  it('API_THREAD_NICE=0 leaves the requests at the process’s priority and the index at 10', async () => {
+    const pid = await start({ API_THREAD_NICE: '0' });
+    const threads = threadsOf(pid);
+    expect(threads.find((t) => t.tid === pid)?.nice, 'the main thread').to.equal(0);
+    expect(nicesOf(threads, 'webhook-deliver')).to.deep.equal([0]);
+    expect(nicesOf(threads, 'delivery-index')).to.deep.equal([10]);
+  });
+
+  it('leaves the main thread of a distributed role as it is', async () => {
+    // An API server has no delivery thread to yield to (its Redis and Kafka are not needed to start it).
+    const pid = await start({ ROLE: 'api', API_THREAD_NICE: '12' });
+    expect(threadsOf(pid).find((t) => t.tid === pid)?.nice).to.equal(0);
+  });
+});

@@ -217,7 +217,7 @@ export const loadConfig = (env: Env = process.env): Config => {
     kafkaGroup: present(env, 'KAFKA_GROUP') ?? 'webhook-dispatchers',
     // Kafka's brokers refuse a session outside group.min/max.session.timeout.ms (6 s and 30 min by default).
     kafkaSessionTimeoutMs: integer(env, 'KAFKA_SESSION_TIMEOUT_MS', 30_000, 6_000, 300_000),
-    apiThreadNice: integer(env, 'API_THREAD_NICE', 12, 0, 19),
+    apiThreadNice: integer(env, 'API_THREAD_NICE', 19, 0, 19),
     maintenanceMode: boolean(env, 'MAINTENANCE_MODE', false),
     trustProxy: boolean(env, 'TRUST_PROXY', false),
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 1_048_576, 1024, 104_857_600),

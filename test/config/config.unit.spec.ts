@@ -71,7 +71,7 @@ describe('configuration', () => {
   it('reads the replay lease of the distributed dispatchers: 1000 to 600000 ms, default 10 s', () => {
     expect(loadConfig({}).webhooks.replayLeaseMs).to.equal(10_000);
     expect(loadConfig({ WEBHOOK_REPLAY_LEASE_MS: '1000' }).webhooks.replayLeaseMs).to.equal(1_000);
-    expect(loadConfig({}).apiThreadNice).to.equal(12);
+    expect(loadConfig({}).apiThreadNice).to.equal(19);
     expect(loadConfig({ API_THREAD_NICE: '0' }).apiThreadNice).to.equal(0);
     for (const bad of ['999', '600001', '2s', 'long']) refuses({ WEBHOOK_REPLAY_LEASE_MS: bad }, 'WEBHOOK_REPLAY_LEASE_MS');
   });

@@ -55,13 +55,21 @@ describe('thread priorities of the embedded service (e2e)', function () {
     return service.child.pid!;
   };
 
-  it('runs the requests at nice 12 by default, delivery at the process’s 0, the history index at 19', async () => {
+  it('runs the requests at nice 19 by default, delivery at the process’s 0, the history index at 19 too', async () => {
     const pid = await start({});
     const threads = threadsOf(pid);
-    expect(threads.find((t) => t.tid === pid)?.nice, 'the main thread').to.equal(12);
+    expect(threads.find((t) => t.tid === pid)?.nice, 'the main thread').to.equal(19);
     expect(nicesOf(threads, 'webhook-deliver')).to.deep.equal([0]);
     expect(nicesOf(threads, 'thread-launcher')).to.deep.equal([0]);
     expect(nicesOf(threads, 'delivery-index')).to.deep.equal([19]);
+  });
+
+  it('API_THREAD_NICE=5 puts the requests at 5 and the index ten below, at 15', async () => {
+    const pid = await start({ API_THREAD_NICE: '5' });
+    const threads = threadsOf(pid);
+    expect(threads.find((t) => t.tid === pid)?.nice, 'the main thread').to.equal(5);
+    expect(nicesOf(threads, 'webhook-deliver')).to.deep.equal([0]);
+    expect(nicesOf(threads, 'delivery-index')).to.deep.equal([15]);
   });
 
   it('API_THREAD_NICE=0 leaves the requests at the process’s priority and the index at 10', async () => {

@@ -29,11 +29,12 @@ const main = async () => {
   process.once('SIGTERM', () => stop('SIGTERM'));
   // Only the embedded role creates a first workspace: several API servers must not each make one.
   service = await startService(config, { bootstrapWorkspace: config.role === 'all' });
-  // The embedded role's requests yield to its delivery thread when the cores are short (on a machine
-  // with cores to spare nothing changes): a write that outruns delivery only grows the backlog. Lowered
-  // only now, after every thread that must keep the process's priority has started (a delivery
-  // thread started again later comes from the launcher it was started from, at that priority).
-  if (config.role === 'all' && config.apiThreadNice > 0) lowerThreadPriority(config.apiThreadNice);
+  // The requests yield to delivery when the cores are short (on a machine with cores to spare nothing
+  // changes): a write that outruns delivery only grows the backlog. In the embedded role delivery is
+  // this process's own thread; an API server yields to dispatchers on its host. Lowered only now,
+  // after every thread that must keep the process's priority has started (a delivery thread started
+  // again later comes from the launcher it was started from, at that priority).
+  if ((config.role === 'all' || config.role === 'api') && config.apiThreadNice > 0) lowerThreadPriority(config.apiThreadNice);
   if (service.firstApiKey !== null) {
     console.log(`Created the first workspace ${service.firstApiKey.workspaceId}.`);
     console.log(`Its API key (shown once, keep it): ${service.firstApiKey.apiKey}`);

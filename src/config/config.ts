@@ -17,7 +17,7 @@ export interface Config {
   readonly kafkaTopic: string;
   readonly kafkaGroup: string;
   readonly kafkaSessionTimeoutMs: number;
-  /** The embedded role's request thread's nice value: delivery keeps the process's (0), so it goes first when the cores are short. */
+  /** The request thread's nice value (ROLE=all and api): delivery keeps the process's (0), so it goes first when the cores are short. */
   readonly apiThreadNice: number;
   readonly maintenanceMode: boolean;
   readonly trustProxy: boolean;
@@ -217,7 +217,8 @@ export const loadConfig = (env: Env = process.env): Config => {
     kafkaGroup: present(env, 'KAFKA_GROUP') ?? 'webhook-dispatchers',
     // Kafka's brokers refuse a session outside group.min/max.session.timeout.ms (6 s and 30 min by default).
     kafkaSessionTimeoutMs: integer(env, 'KAFKA_SESSION_TIMEOUT_MS', 30_000, 6_000, 300_000),
-    apiThreadNice: integer(env, 'API_THREAD_NICE', 19, 0, 19),
+    // An API server usually has a host of its own, and the dispatchers theirs.
+    apiThreadNice: integer(env, 'API_THREAD_NICE', role === 'all' ? 19 : 0, 0, 19),
     maintenanceMode: boolean(env, 'MAINTENANCE_MODE', false),
     trustProxy: boolean(env, 'TRUST_PROXY', false),
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 1_048_576, 1024, 104_857_600),

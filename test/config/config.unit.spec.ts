@@ -72,6 +72,8 @@ describe('configuration', () => {
     expect(loadConfig({}).webhooks.replayLeaseMs).to.equal(10_000);
     expect(loadConfig({ WEBHOOK_REPLAY_LEASE_MS: '1000' }).webhooks.replayLeaseMs).to.equal(1_000);
     expect(loadConfig({}).apiThreadNice).to.equal(19);
+    expect(loadConfig({ ROLE: 'api' }).apiThreadNice).to.equal(0);
+    expect(loadConfig({ ROLE: 'api', API_THREAD_NICE: '19' }).apiThreadNice).to.equal(19);
     expect(loadConfig({ API_THREAD_NICE: '0' }).apiThreadNice).to.equal(0);
     for (const bad of ['999', '600001', '2s', 'long']) refuses({ WEBHOOK_REPLAY_LEASE_MS: bad }, 'WEBHOOK_REPLAY_LEASE_MS');
   });

@@ -2,6 +2,7 @@
 // they are short: its main thread, which serves the requests, runs at API_THREAD_NICE once it is up,
 // the delivery thread and the launcher it is started from at the process's priority, the history
 // index ten below the main thread. Each has a name of its own in /proc (what `ps -L` and `top -H` show).
+// An API server (ROLE=api) lowers its main thread only when API_THREAD_NICE says so.
 import { expect } from 'chai';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -49,9 +50,9 @@ describe('thread priorities of the embedded service (e2e)', function () {
   });
 
   const start = async (env: Record<string, string>) => {
-    dataDir = mkdtempSync(path.join(tmpdir(), 'sp-priority-'));
-    group = createProcessGroup({ ROLE: 'all', DATA_DIR: dataDir, ...env });
-    const service = await group.start('service', {});
+    dataDir ??= mkdtempSync(path.join(tmpdir(), 'sp-priority-'));
+    group ??= createProcessGroup({ ROLE: 'all', DATA_DIR: dataDir });
+    const service = await group.start('service', env);
     return service.child.pid!;
   };
 
@@ -80,9 +81,12 @@ describe('thread priorities of the embedded service (e2e)', function () {
     expect(nicesOf(threads, 'delivery-index')).to.deep.equal([10]);
   });
 
-  it('leaves the main thread of a distributed role as it is', async () => {
-    // An API server has no delivery thread to yield to (its Redis and Kafka are not needed to start it).
-    const pid = await start({ ROLE: 'api', API_THREAD_NICE: '12' });
+  it('leaves an API server’s main thread as it is by default, and lowers it to API_THREAD_NICE when set', async () => {
+    // Its Redis and Kafka are not needed to start it.
+    const pid = await start({ ROLE: 'api' });
     expect(threadsOf(pid).find((t) => t.tid === pid)?.nice).to.equal(0);
+    await group?.stopAll();
+    const lowered = await start({ ROLE: 'api', API_THREAD_NICE: '19' });
+    expect(threadsOf(lowered).find((t) => t.tid === lowered)?.nice).to.equal(19);
   });
 });

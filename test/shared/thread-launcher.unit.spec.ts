@@ -81,6 +81,15 @@ describe('thread launcher (unit)', () => {
     await worker.terminate();
   });
 
+  it('once its thread is gone, still starts a worker, from the calling thread', async () => {
+    launcher = createThreadLauncher();
+    await launcher.close();
+    await new Promise((resolve) => setImmediate(resolve));
+    const worker = launcher.start(WORKER, { workerData: {}, name: 'direct' });
+    expect((await ask(worker, 'no launcher')).echo).to.equal('no launcher');
+    await worker.terminate();
+  });
+
   it('ends its workers when it is closed, and their owners learn it as an exit', async () => {
     launcher = createThreadLauncher();
     const worker = launcher.start(WORKER, { workerData: {}, name: 'orphan' });

@@ -7,7 +7,7 @@
 // 600). Reported: commit → first attempt received p50/p99 per minute and over the run, how late the
 // retries of the receiver's deliberate 500s came after their due time, false timeouts (a retry of an
 // attempt the receiver had answered 200), the deliveries still owed when writes stop, API p99 during
-// the run, and the start-up time of the resulting log. Beside the receiver's figures, the engine's own
+// the run (also per minute), and the start-up time of the resulting log. Beside the receiver's figures, the engine's own
 // (its punctuality histograms at /admin/v1/metrics): commit → fan-out, fan-out → first attempt out,
 // and due → retry out, without the network and the receiver's event loop.
 // With BENCH_ROLES=distributed the same traffic goes to the distributed roles on one host instead: an
@@ -268,7 +268,8 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
     const startedMs = Date.now();
     let running = true;
     const pollers = Array.from({ length: LONG_POLLERS }, () => longPoll(url, ws, () => running));
-    const latencies: number[] = [];
+    /** [sent ms, latency ms] of each acknowledged write. */
+    const latencies: [number, number][] = [];
     let failed = 0;
     const inFlight = new Set<Promise<void>>();
     let n = 0;
@@ -276,7 +277,8 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
     for (let tick = 1; performance.now() < start + seconds * 1000; tick++) {
       // Open loop: writes go out on schedule whether or not earlier ones were answered.
       while (n < Math.floor((tick * TICK_MS * rate) / 1000)) {
-        const w = write(url, ws, ++n).then((ms) => (ms === null ? void failed++ : void latencies.push(ms)));
+        const sentMs = Date.now();
+        const w = write(url, ws, ++n).then((ms) => (ms === null ? void failed++ : void latencies.push([sentMs, ms])));
         inFlight.add(w);
         void w.finally(() => inFlight.delete(w));
       }
@@ -295,15 +297,21 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
 
     const inRun = end.firstAttempts.filter(([committed]) => committed >= startedMs && committed < stoppedMs);
     const lag = quantiles(inRun.map(([committed, arrived]) => arrived - committed));
-    const perMinute = Array.from({ length: Math.ceil(seconds / 60) }, (_, m) =>
-      quantiles(inRun.filter(([committed]) => committed >= startedMs + m * 60_000 && committed < startedMs + (m + 1) * 60_000).map(([c, a]) => a - c)),
+    /** Quantiles of each minute's values, by the instant each was measured from. */
+    const byMinute = (timed: readonly (readonly [number, number])[]) =>
+      Array.from({ length: Math.ceil(seconds / 60) }, (_, m) =>
+        quantiles(timed.filter(([at]) => at >= startedMs + m * 60_000 && at < startedMs + (m + 1) * 60_000).map(([, ms]) => ms)),
+      );
+    const perMinute = byMinute(inRun.map(([committed, arrived]) => [committed, arrived - committed] as const));
+    const apiPerMinute = byMinute(latencies);
+    perMinute.forEach((q, m) =>
+      console.error(`minute ${m + 1}: commit → first attempt p50 ${q.p50} ms, p99 ${q.p99} ms (${q.n} deliveries); API p99 ${apiPerMinute[m]?.p99} ms`),
     );
-    perMinute.forEach((q, m) => console.error(`minute ${m + 1}: commit → first attempt p50 ${q.p50} ms, p99 ${q.p99} ms (${q.n} deliveries)`));
 
     // Start-up of the log the run left: stop, start again on the same folder, until /readyz answers.
     const startup = await topology.restart();
 
-    const api = quantiles(latencies);
+    const api = quantiles(latencies.map(([, ms]) => ms));
     // Retries due during the run only: the burst's come late behind its own backlog.
     const retriesDue = (from: number, to: number) => quantiles(end.retryLateMs.filter(([due]) => due >= from && due < to).map(([, late]) => late));
     const retries = retriesDue(startedMs, stoppedMs);
@@ -340,6 +348,7 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
       undelivered_after_drain: Math.max(0, owed - end.firstAttempts.filter(([c]) => c >= startedMs).length),
       api_p50_ms: api.p50,
       api_p99_ms: api.p99,
+      api_p99_by_minute: apiPerMinute.map((q) => q.p99).join(' '),
       long_poll_items: polled,
       ...startup,
     };

@@ -56,30 +56,21 @@ describe('thread priorities of the embedded service (e2e)', function () {
     return service.child.pid!;
   };
 
-  it('runs the requests at nice 19 by default, delivery at the process’s 0, the history index at 19 too', async () => {
-    const pid = await start({});
-    const threads = threadsOf(pid);
-    expect(threads.find((t) => t.tid === pid)?.nice, 'the main thread').to.equal(19);
-    expect(nicesOf(threads, 'webhook-deliver')).to.deep.equal([0]);
-    expect(nicesOf(threads, 'thread-launcher')).to.deep.equal([0]);
-    expect(nicesOf(threads, 'delivery-index')).to.deep.equal([19]);
-  });
-
-  it('API_THREAD_NICE=5 puts the requests at 5 and the index ten below, at 15', async () => {
-    const pid = await start({ API_THREAD_NICE: '5' });
-    const threads = threadsOf(pid);
-    expect(threads.find((t) => t.tid === pid)?.nice, 'the main thread').to.equal(5);
-    expect(nicesOf(threads, 'webhook-deliver')).to.deep.equal([0]);
-    expect(nicesOf(threads, 'delivery-index')).to.deep.equal([15]);
-  });
-
-  it('API_THREAD_NICE=0 leaves the requests at the process’s priority and the index at 10', async () => {
-    const pid = await start({ API_THREAD_NICE: '0' });
-    const threads = threadsOf(pid);
-    expect(threads.find((t) => t.tid === pid)?.nice, 'the main thread').to.equal(0);
-    expect(nicesOf(threads, 'webhook-deliver')).to.deep.equal([0]);
-    expect(nicesOf(threads, 'delivery-index')).to.deep.equal([10]);
-  });
+  const embedded: { readonly title: string; readonly env: Record<string, string>; readonly main: number; readonly index: number }[] = [
+    { title: 'runs the requests at nice 19 by default, delivery at the process’s 0, the history index at 19 too', env: {}, main: 19, index: 19 },
+    { title: 'API_THREAD_NICE=5 puts the requests at 5 and the index ten below, at 15', env: { API_THREAD_NICE: '5' }, main: 5, index: 15 },
+    { title: 'API_THREAD_NICE=0 leaves the requests at the process’s priority and the index at 10', env: { API_THREAD_NICE: '0' }, main: 0, index: 10 },
+  ];
+  for (const { title, env, main, index } of embedded) {
+    it(title, async () => {
+      const pid = await start(env);
+      const threads = threadsOf(pid);
+      expect(threads.find((t) => t.tid === pid)?.nice, 'the main thread').to.equal(main);
+      expect(nicesOf(threads, 'webhook-deliver')).to.deep.equal([0]);
+      expect(nicesOf(threads, 'thread-launcher')).to.deep.equal([0]);
+      expect(nicesOf(threads, 'delivery-index')).to.deep.equal([index]);
+    });
+  }
 
   it('leaves an API server’s main thread as it is by default, and lowers it to API_THREAD_NICE when set', async () => {
     // Its Redis and Kafka are not needed to start it.

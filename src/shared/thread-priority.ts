@@ -7,7 +7,7 @@ import { readlinkSync, writeFileSync } from 'node:fs';
 import { setPriority } from 'node:os';
 
 /** The calling thread's kernel id, or null where there is no /proc. */
-const kernelThreadId = (): number | null => {
+export const kernelThreadId = (): number | null => {
   try {
     const tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
     return Number.isSafeInteger(tid) ? tid : null;

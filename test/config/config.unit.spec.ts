@@ -68,13 +68,16 @@ describe('configuration', () => {
     for (const bad of ['0', '10001', '-1', '2.5', 'twenty']) refuses({ WEBHOOK_MAX_SUBSCRIPTIONS: bad }, 'WEBHOOK_MAX_SUBSCRIPTIONS');
   });
 
-  it('reads the replay lease of the distributed dispatchers: 1000 to 600000 ms, default 10 s', () => {
-    expect(loadConfig({}).webhooks.replayLeaseMs).to.equal(10_000);
-    expect(loadConfig({ WEBHOOK_REPLAY_LEASE_MS: '1000' }).webhooks.replayLeaseMs).to.equal(1_000);
+  it('reads the request thread’s nice value: 19 embedded, 0 for an API server, 0 to 19 when set', () => {
     expect(loadConfig({}).apiThreadNice).to.equal(19);
     expect(loadConfig({ ROLE: 'api' }).apiThreadNice).to.equal(0);
     expect(loadConfig({ ROLE: 'api', API_THREAD_NICE: '19' }).apiThreadNice).to.equal(19);
     expect(loadConfig({ API_THREAD_NICE: '0' }).apiThreadNice).to.equal(0);
+  });
+
+  it('reads the replay lease of the distributed dispatchers: 1000 to 600000 ms, default 10 s', () => {
+    expect(loadConfig({}).webhooks.replayLeaseMs).to.equal(10_000);
+    expect(loadConfig({ WEBHOOK_REPLAY_LEASE_MS: '1000' }).webhooks.replayLeaseMs).to.equal(1_000);
     for (const bad of ['999', '600001', '2s', 'long']) refuses({ WEBHOOK_REPLAY_LEASE_MS: bad }, 'WEBHOOK_REPLAY_LEASE_MS');
   });
 

@@ -22,6 +22,7 @@ import { clusterEnv, createProcessGroup, type ProcessGroup, type RoleProcess } f
 import { send } from '../torture/http.js';
 import { engine as engineAt } from './engines.js';
 import { punctual, scrapePunctuality, since, type Tally } from './engine-punctuality.js';
+import { watchStalls } from './stall-watch.js';
 import { startSustainedReceiver, type ReceiverFigures, type SustainedReceiver } from './sustained-receiver.js';
 
 const ADMIN = 'bench-admin';
@@ -41,7 +42,7 @@ const percentile = (sorted: readonly number[], p: number) => sorted[Math.min(sor
 const round = (n: number) => Math.round(n * 10) / 10;
 const quantiles = (values: readonly number[]) => {
   const sorted = [...values].sort((a, b) => a - b);
-  return { p50: round(percentile(sorted, 50)), p99: round(percentile(sorted, 99)), n: sorted.length };
+  return { p50: round(percentile(sorted, 50)), p99: round(percentile(sorted, 99)), max: round(sorted.at(-1) ?? NaN), n: sorted.length };
 };
 
 interface Workspace {
@@ -268,6 +269,7 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
     const startedMs = Date.now();
     let running = true;
     const pollers = Array.from({ length: LONG_POLLERS }, () => longPoll(url, ws, () => running));
+    const stalls = watchStalls(url, ADMIN);
     /** [sent ms, latency ms] of each acknowledged write. */
     const latencies: [number, number][] = [];
     let failed = 0;
@@ -286,6 +288,7 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
     }
     await Promise.all([...inFlight]);
     const stoppedMs = Date.now();
+    const stallMinutes = await stalls.stop();
     const owed = (await eventsSince(url, ws, startedMs)) * SUBSCRIPTIONS;
     const atStop = await receiver.figures();
     const receivedInRun = atStop.firstAttempts.filter(([committed]) => committed >= startedMs).length;
@@ -305,7 +308,11 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
     const perMinute = byMinute(inRun.map(([committed, arrived]) => [committed, arrived - committed] as const));
     const apiPerMinute = byMinute(latencies);
     perMinute.forEach((q, m) =>
-      console.error(`minute ${m + 1}: commit → first attempt p50 ${q.p50} ms, p99 ${q.p99} ms (${q.n} deliveries); API p99 ${apiPerMinute[m]?.p99} ms`),
+      console.error(
+        `minute ${m + 1}: commit → first attempt p50 ${q.p50} ms, p99 ${q.p99} ms (${q.n} deliveries); API p99 ${apiPerMinute[m]?.p99} ms, ` +
+          `max ${apiPerMinute[m]?.max} ms; API event loop lag max ${stallMinutes[m]?.loopLagMaxMs} ms, bare connect max ${stallMinutes[m]?.connectMaxMs} ms, ` +
+          `listen overflows ${stallMinutes[m]?.listenOverflows}, client connects ${stallMinutes[m]?.clientConnects}`,
+      ),
     );
 
     // Start-up of the log the run left: stop, start again on the same folder, until /readyz answers.
@@ -349,6 +356,10 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
       api_p50_ms: api.p50,
       api_p99_ms: api.p99,
       api_p99_by_minute: apiPerMinute.map((q) => q.p99).join(' '),
+      api_max_by_minute: apiPerMinute.map((q) => q.max).join(' '),
+      api_loop_lag_max_ms_by_minute: stallMinutes.map((m) => m.loopLagMaxMs).join(' '),
+      api_connect_max_ms_by_minute: stallMinutes.map((m) => m.connectMaxMs).join(' '),
+      listen_overflows_by_minute: stallMinutes.map((m) => m.listenOverflows).join(' '),
       long_poll_items: polled,
       ...startup,
     };

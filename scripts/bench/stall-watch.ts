@@ -1,0 +1,122 @@
+// Where a slow minute of the sustained bench came from, sampled through the run: the API process's
+// event loop (prom-client's `nodejs_eventloop_lag_max_seconds`, the largest delay since the last
+// scrape, at /admin/v1/metrics), the kernel's accept path (a bare TCP connect to the API's port,
+// which the kernel completes without the process, unless its listen queue is full and the SYN is
+// dropped: then it takes a retransmit, 1 s or more), the machine's listen-queue overflows
+// (`TcpExtListenOverflows` in /proc/net/netstat, every process's) and how many connections the
+// bench's own HTTP client opened (undici's `undici:client:connected` channel). A slow request whose
+// minute shows none of these waited inside the service, on something other than its event loop.
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import { readFileSync } from 'node:fs';
+import { connect } from 'node:net';
+
+const SCRAPE_EVERY_MS = 5_000;
+const PROBE_EVERY_MS = 500;
+const PROBE_TIMEOUT_MS = 10_000;
+
+export interface StallMinute {
+  /** The API process's largest event-loop delay (ms); null when no scrape answered. */
+  readonly loopLagMaxMs: number | null;
+  /** The slowest bare TCP connect to the API's port (ms). */
+  readonly connectMaxMs: number;
+  /** Listen-queue overflows on the machine; null where /proc/net/netstat cannot be read. */
+  readonly listenOverflows: number | null;
+  /** Connections the bench's HTTP client opened. */
+  readonly clientConnects: number;
+}
+
+/** The machine's listen-queue overflows so far, or null. */
+const listenOverflows = (): number | null => {
+  try {
+    const lines = readFileSync('/proc/net/netstat', 'utf8').split('\n');
+    const at = lines.findIndex((line) => line.startsWith('TcpExt:'));
+    const names = lines[at]?.split(/\s+/) ?? [];
+    const values = lines[at + 1]?.split(/\s+/) ?? [];
+    const i = names.indexOf('ListenOverflows');
+    return i < 0 ? null : Number(values[i]);
+  } catch {
+    return null;
+  }
+};
+
+/** ms until a bare TCP connection to `port` is established (PROBE_TIMEOUT_MS when it never is). */
+const connectMs = (port: number): Promise<number> =>
+  new Promise((resolve) => {
+    const began = performance.now();
+    const socket = connect({ host: '127.0.0.1', port, timeout: PROBE_TIMEOUT_MS });
+    const done = () => {
+      socket.destroy();
+      resolve(performance.now() - began);
+    };
+    socket.once('connect', done).once('timeout', done).once('error', done);
+  });
+
+const LAG_MAX = /^nodejs_eventloop_lag_max_seconds (\S+)$/m;
+
+export interface StallWatch {
+  /** Stops sampling; one entry per minute from the start. */
+  stop(): Promise<StallMinute[]>;
+}
+
+/** Samples until `stop()`, from now on, by minute. */
+export const watchStalls = (apiUrl: string, adminToken: string): StallWatch => {
+  const startedMs = Date.now();
+  const minuteOf = () => Math.floor((Date.now() - startedMs) / 60_000);
+  const minutes: { loopLagMaxMs: number | null; connectMaxMs: number; overflowsAtStart: number | null; clientConnects: number }[] = [];
+  const minute = (m: number) => {
+    while (minutes.length <= m) minutes.push({ loopLagMaxMs: null, connectMaxMs: 0, overflowsAtStart: listenOverflows(), clientConnects: 0 });
+    return minutes[m] as (typeof minutes)[number];
+  };
+  minute(0);
+  const onConnected = () => void minute(minuteOf()).clientConnects++;
+  subscribe('undici:client:connected', onConnected);
+  const port = Number(new URL(apiUrl).port);
+  const pending = new Set<Promise<void>>();
+  const track = (work: Promise<void>) => {
+    pending.add(work);
+    void work.finally(() => pending.delete(work));
+  };
+  const probe = setInterval(
+    () =>
+      track(
+        connectMs(port).then((ms) => {
+          const m = minute(minuteOf());
+          m.connectMaxMs = Math.max(m.connectMaxMs, ms);
+        }),
+      ),
+    PROBE_EVERY_MS,
+  );
+  const scrape = setInterval(
+    () =>
+      track(
+        fetch(`${apiUrl}/admin/v1/metrics`, { headers: { authorization: `Bearer ${adminToken}` }, signal: AbortSignal.timeout(30_000) })
+          .then(async (reply) => {
+            const match = LAG_MAX.exec(await reply.text());
+            // Whatever the scrape waited for, the delay it reports happened before it answered: in this minute or the last.
+            if (match === null) return;
+            const m = minute(minuteOf());
+            m.loopLagMaxMs = Math.max(m.loopLagMaxMs ?? 0, Number(match[1]) * 1000);
+          })
+          .catch(() => {}),
+      ),
+    SCRAPE_EVERY_MS,
+  );
+  return {
+    async stop() {
+      clearInterval(probe);
+      clearInterval(scrape);
+      await Promise.all([...pending]);
+      unsubscribe('undici:client:connected', onConnected);
+      const end = listenOverflows();
+      return minutes.map((m, i) => {
+        const next = minutes[i + 1]?.overflowsAtStart ?? end;
+        return {
+          loopLagMaxMs: m.loopLagMaxMs === null ? null : Math.round(m.loopLagMaxMs),
+          connectMaxMs: Math.round(m.connectMaxMs * 10) / 10,
+          listenOverflows: m.overflowsAtStart === null || next === null ? null : next - m.overflowsAtStart,
+          clientConnects: m.clientConnects,
+        };
+      });
+    },
+  };
+};

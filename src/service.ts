@@ -176,7 +176,7 @@ export const startService = async (config: Config, options: ServiceOptions = {})
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
     server.once('error', reject);
-    server.listen(config.port, config.host);
+    server.listen({ port: config.port, host: config.host, backlog: config.http.listenBacklog });
   });
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;

@@ -13,8 +13,8 @@ describe('configuration', () => {
     expect(config.mediaSigningKey).to.equal(null);
     expect(config.defaultPlan).to.equal('free');
     expect(config.adminToken).to.equal(null);
-    expect(config.http).to.deep.equal({ headersTimeoutMs: 15_000, requestTimeoutMs: 300_000 });
-    expect(loadConfig({ HTTP_REQUEST_TIMEOUT_MS: '5000' }).http).to.deep.equal({ headersTimeoutMs: 5_000, requestTimeoutMs: 5_000 });
+    expect(config.http).to.deep.equal({ headersTimeoutMs: 15_000, requestTimeoutMs: 300_000, listenBacklog: 4096 });
+    expect(loadConfig({ HTTP_REQUEST_TIMEOUT_MS: '5000' }).http).to.deep.equal({ headersTimeoutMs: 5_000, requestTimeoutMs: 5_000, listenBacklog: 4096 });
   });
 
   it('parses durations with units', () => {
@@ -55,6 +55,9 @@ describe('configuration', () => {
     refuses({ WEBHOOK_SECRET_KEY: 'short' }, 'WEBHOOK_SECRET_KEY');
     refuses({ MEDIA_SIGNING_KEY: 'zz'.repeat(32) }, 'MEDIA_SIGNING_KEY');
     refuses({ HTTP_HEADERS_TIMEOUT_MS: '99' }, 'HTTP_HEADERS_TIMEOUT_MS');
+    refuses({ HTTP_LISTEN_BACKLOG: '0' }, 'HTTP_LISTEN_BACKLOG');
+    refuses({ HTTP_LISTEN_BACKLOG: '65536' }, 'HTTP_LISTEN_BACKLOG');
+    refuses({ HTTP_LISTEN_BACKLOG: 'many' }, 'HTTP_LISTEN_BACKLOG');
     refuses({ BILLING_PERIOD: 'monthly' }, 'BILLING_PERIOD');
     refuses({ BILLING_PERIOD: '500ms' }, 'BILLING_PERIOD');
     refuses({ BILLING_PERIOD: '0s' }, 'BILLING_PERIOD');

@@ -1,8 +1,10 @@
 // The connection layer against hostile clients, byte for byte: requests Node's parser refuses are
 // answered in the short error form with a request id, slow clients are cut at the header and request
-// deadlines, and 10,000 idle connections neither stop service nor stay open forever.
+// deadlines, 10,000 idle connections neither stop service nor stay open forever, and connections that
+// arrive while the process does not run wait for it in the listen queue instead of being dropped.
 import { expect } from 'chai';
 import { mkdtempSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
@@ -141,5 +143,60 @@ describe('10,000 idle connections (e2e, separate server process)', function () {
     expect(closed, 'idle connections the server closed').to.equal(IDLE);
     expect(cutEarly, 'connections closed before the header deadline (ms they lived)').to.deep.equal([]);
     expect((await fetch(`${server.url}/healthz`)).status).to.equal(200);
+  });
+});
+
+describe('connections while the process does not run (listen backlog, e2e)', function () {
+  this.timeout(60_000);
+  // More than Node's default backlog (511), which the kernel would overflow: a dropped handshake
+  // waits for the client's SYN retransmit, 1 s and then 3 s later, while the process is still stopped.
+  const ARRIVALS = 1_500;
+  const STOPPED_MS = 4_000;
+  let group: ProcessGroup;
+  const sockets: Socket[] = [];
+
+  before(function () {
+    // The kernel caps the backlog at net.core.somaxconn: below the arrivals it cannot hold them all.
+    if (Number(readFileSync('/proc/sys/net/core/somaxconn', 'utf8')) < ARRIVALS) this.skip();
+    group = createProcessGroup({ DATA_DIR: mkdtempSync(path.join(tmpdir(), 'sp-backlog-')), ADMIN_TOKEN });
+  });
+  after(async function () {
+    for (const socket of sockets) socket.destroy();
+    if (this.currentTest?.state === 'failed') console.log(group.outputs());
+    await group?.stopAll();
+  });
+
+  it('completes every handshake while the process is stopped, and answers each once it runs again', async () => {
+    const server = await group.start('stopped', {});
+    const { port } = new URL(server.url);
+    // SIGSTOP: as an event loop held by a long synchronous task, nothing is accepted meanwhile.
+    server.kill('SIGSTOP');
+    let connected = 0;
+    let connectedWhileStopped: number;
+    const answers: Promise<string>[] = [];
+    try {
+      for (let i = 0; i < ARRIVALS; i++) {
+        const socket = connect(Number(port), '127.0.0.1');
+        sockets.push(socket);
+        socket.on('error', () => undefined);
+        socket.once('connect', () => void connected++);
+        socket.write('GET /healthz HTTP/1.1\r\nHost: backlog\r\nConnection: close\r\n\r\n');
+        answers.push(
+          new Promise((resolve) => {
+            let text = '';
+            socket.on('data', (chunk: Buffer) => void (text += chunk.toString('latin1')));
+            socket.once('close', () => resolve(text.split('\r\n')[0] ?? ''));
+          }),
+        );
+      }
+      const until = Date.now() + STOPPED_MS;
+      while (connected < ARRIVALS && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 50));
+      connectedWhileStopped = connected;
+    } finally {
+      server.kill('SIGCONT');
+    }
+    expect(connectedWhileStopped, 'handshakes completed while the process was stopped').to.equal(ARRIVALS);
+    const statusLines = await Promise.all(answers);
+    expect(statusLines.filter((line) => line !== 'HTTP/1.1 200 OK'), 'answers other than 200').to.deep.equal([]);
   });
 });

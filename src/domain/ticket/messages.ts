@@ -9,6 +9,7 @@ import { internalEvent, publicEvent, ticketUpdated } from './events.js';
 import { isSystemMessage, REACTION_WITHDRAWN, TICKET_CHANGED, type MessageState, type TicketState } from './state.js';
 import { REOPENED_BY_CONTACT_REPLY } from './transitions.js';
 import { ownEntry } from '../own-entry.js';
+import { getEntry } from '../persistent-map.js';
 
 type Decision = Either<DomainError, readonly Decided[]>;
 
@@ -33,7 +34,7 @@ export const messageCreated = (ticketId: string, m: NewMessage, now: number): De
 export const decidePostMessage = (c: CommandOf<'post_message'>, state: TicketState): Decision => {
   const m = c.message;
   if (isEmptyMessage(m.content, m.media.length)) return empty();
-  if (ownEntry(state.messages, m.messageId) !== undefined) return left(domainError('CONFLICT', 'This message id is already used', { message_id: m.messageId }));
+  if (getEntry(state.messages, m.messageId) !== undefined) return left(domainError('CONFLICT', 'This message id is already used', { message_id: m.messageId }));
   const events = [messageCreated(c.ticketId, m, c.now)];
   if (m.senderType === 'contact' && REOPENED_BY_CONTACT_REPLY.includes(state.status)) {
     events.push(
@@ -45,7 +46,7 @@ export const decidePostMessage = (c: CommandOf<'post_message'>, state: TicketSta
 };
 
 const withMessage = (state: TicketState, ticketId: string, messageId: string, decide: (m: MessageState) => Decision): Decision => {
-  const message = ownEntry(state.messages, messageId);
+  const message = getEntry(state.messages, messageId);
   if (message === undefined) return left(domainError('MESSAGE_NOT_FOUND', 'Message not found', { ticket_id: ticketId, message_id: messageId }));
   return decide(message);
 };

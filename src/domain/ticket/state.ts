@@ -3,7 +3,7 @@
 import type { Aggregate } from '../aggregate.js';
 import type { Json, JsonObject } from '../../log/event-log.js';
 import type { SenderType, TicketPriority, TicketStatus } from '../catalogue.js';
-import { ownEntry } from '../own-entry.js';
+import { emptyMap, getEntry, setEntry, type PersistentMap } from '../persistent-map.js';
 
 /** Internal: everything the ticket's read model and aggregate need that ticket.created leaves out. */
 export const TICKET_OPENED = 'ticket.opened';
@@ -33,7 +33,8 @@ export interface TicketState {
   readonly subject: string | null;
   readonly priority: TicketPriority;
   readonly operatorId: string | null;
-  readonly messages: Readonly<Record<string, MessageState>>;
+  /** By message id; a persistent map, so a message.created costs the same on a ticket of 10 messages and of 10,000. */
+  readonly messages: PersistentMap<MessageState>;
 }
 
 export const initialTicket: TicketState = {
@@ -45,7 +46,7 @@ export const initialTicket: TicketState = {
   subject: null,
   priority: 'normal',
   operatorId: null,
-  messages: {},
+  messages: emptyMap(),
 };
 
 /** A system message is a bot message without a sender; it cannot be edited. */
@@ -55,8 +56,8 @@ const str = (v: Json | undefined): string => String(v);
 const strOrNull = (v: Json | undefined): string | null => (typeof v === 'string' ? v : null);
 
 const withMessage = (state: TicketState, id: string, change: (m: MessageState) => MessageState): TicketState => {
-  const message = ownEntry(state.messages, id);
-  return message === undefined ? state : { ...state, messages: { ...state.messages, [id]: change(message) } };
+  const message = getEntry(state.messages, id);
+  return message === undefined ? state : { ...state, messages: setEntry(state.messages, id, change(message)) };
 };
 
 const changed = (state: TicketState, data: JsonObject): TicketState => ({
@@ -100,7 +101,7 @@ export const evolveTicket: Aggregate<TicketState, unknown>['evolve'] = (state, {
         hasMedia: Array.isArray(data['media']) && data['media'].length > 0,
         reactions: {},
       };
-      return { ...state, messages: { ...state.messages, [str(data['message_id'])]: message } };
+      return { ...state, messages: setEntry(state.messages, str(data['message_id']), message) };
     }
     case 'message.edited':
       return withMessage(state, str(data['message_id']), (m) => ({ ...m, content: str(data['content']) }));

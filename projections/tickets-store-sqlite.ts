@@ -43,7 +43,7 @@ import { accessSync, constants } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { ProjectionReset } from '../src/app/projection-runner.js';
-import { createFifoCache, type FifoCache } from '../src/app/fifo-cache.js';
+import { createBoundedCache, type BoundedCache } from '../src/app/bounded-cache.js';
 import { holdLockFile, type InstanceLock } from '../src/log/instance-lock.js';
 import { walCheckpointerOnDemand } from '../src/shared/wal-checkpointer.js';
 import { batchedWrites } from './sqlite-batched-writes.js';
@@ -172,7 +172,7 @@ interface Table {
   checkpoint: EventRef | null | undefined;
   readonly statements: Map<string, Database.Statement>;
   /** The documents applied last, as written (this connection alone writes the file); emptied by a rollback. */
-  readonly recent: FifoCache<Written>;
+  readonly recent: BoundedCache<Written>;
 }
 
 /** A document as its row holds it: `ord` names the row. */
@@ -280,7 +280,7 @@ export const openSqliteDocumentStores = (options: { readonly file: string; reado
       projection.filters.forEach((_, i) => db.exec(`CREATE INDEX docs_${created}_f${i} ON docs_${created} (part, f${i})`));
       return created;
     }).immediate();
-    const table: Table = { id, name: projection.name, filters: projection.filters, checkpoint: undefined, statements: new Map(), recent: createFifoCache(RECENT_DOCUMENTS) };
+    const table: Table = { id, name: projection.name, filters: projection.filters, checkpoint: undefined, statements: new Map(), recent: createBoundedCache(RECENT_DOCUMENTS) };
     tables.set(name, table);
     return table;
   };

@@ -17,7 +17,7 @@ import type { DomainError } from '../domain/errors.js';
 import { CLAIM_METADATA, STEP_METADATA } from '../domain/idempotency/idempotency.js';
 import { WrongExpectedRevision, type AppendResult, type EventLog, type ExpectedRevision, type NewEvent, type RecordedEvent } from '../log/event-log.js';
 import type { IdSource } from '../shared/ids.js';
-import { createFifoCache, type FifoCache } from './fifo-cache.js';
+import { createBoundedCache, type BoundedCache } from './bounded-cache.js';
 import { currentClaim, nextStep } from './request-claim.js';
 import { requestWrites, type RequestWrites } from './request-writes.js';
 
@@ -78,10 +78,10 @@ interface Folded {
   readonly revision: number;
 }
 
-export type StateCache = FifoCache<Folded>;
+export type StateCache = BoundedCache<Folded>;
 
 /** The states of the last `capacity` streams cached. */
-export const createStateCache = (capacity: number): StateCache => createFifoCache<Folded>(capacity);
+export const createStateCache = (capacity: number): StateCache => createBoundedCache<Folded>(capacity);
 
 export interface CommandHandlerOptions {
   /** How long a batch keeps retrying races lost to other processes (default 3 s). */

@@ -7,7 +7,7 @@
 import type { Either } from 'fp-ts/lib/Either.js';
 import type { Appender, CommandResult } from '../app/command-handler.js';
 import type { Core } from '../app/core.js';
-import { createFifoCache } from '../app/fifo-cache.js';
+import { createBoundedCache } from '../app/bounded-cache.js';
 import { contactAggregate, contactStream, type ContactCommand, type ContactFields, type ContactState } from '../domain/contact/contact.js';
 import { CONTACT_IDENTITY_CLAIMED, identityKeys, identityStream, normalizeEmail, type IdentityKey } from '../domain/contact/identity.js';
 import type { DomainError } from '../domain/errors.js';
@@ -34,9 +34,9 @@ export const createContactCommands = (core: Core) => {
   const identityLock = createKeyedLock();
   // Final owners only: a claim is re-pointed at most once (revision 1), and only by the call that
   // made it (below), so an owner is final at revision 1, or once the call that claimed it is done.
-  const finalOwners = createFifoCache<string>(CACHED_IDENTITIES);
+  const finalOwners = createBoundedCache<string>(CACHED_IDENTITIES);
   // Stream names hash their identifier: kept for the identifiers seen last, as their owners are.
-  const streamNames = createFifoCache<string>(CACHED_IDENTITIES);
+  const streamNames = createBoundedCache<string>(CACHED_IDENTITIES);
   const streamOf = (workspaceId: string, key: IdentityKey): string => {
     const cacheKey = `${workspaceId}\0${key.kind}\0${key.value}`;
     let stream = streamNames.get(cacheKey);

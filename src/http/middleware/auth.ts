@@ -3,7 +3,7 @@
 // and so does a key's first request in this process, before the key is verified.
 import type Koa from 'koa';
 import type { WorkspaceDirectory } from '../../../projections/workspace-directory.js';
-import { createFifoCache } from '../../app/fifo-cache.js';
+import { createBoundedCache } from '../../app/bounded-cache.js';
 import { hashApiKey } from '../../app/workspaces.js';
 import { domainError } from '../../domain/errors.js';
 import type { RateLimiter } from '../../ratelimit/rate-limiter.js';
@@ -67,7 +67,7 @@ export const limitByIp = (options: LimitOptions & { readonly perIp: number }): K
 export const authenticate = (options: AuthOptions): Koa.Middleware<ApiState> => {
   const verifiedInThisProcess = new Set<string>();
   const count = createCounter(options);
-  const knownHashes = createFifoCache<string>(KNOWN_KEYS);
+  const knownHashes = createBoundedCache<string>(KNOWN_KEYS);
 
   return async (ctx, next) => {
     await options.keysCurrent?.();

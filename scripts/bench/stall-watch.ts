@@ -3,15 +3,20 @@
 // scrape, at /admin/v1/metrics), the kernel's accept path (a bare TCP connect to the API's port,
 // which the kernel completes without the process, unless its listen queue is full and the SYN is
 // dropped: then it takes a retransmit, 1 s or more), the machine's listen-queue overflows
-// (`TcpExtListenOverflows` in /proc/net/netstat, every process's) and how many connections the
-// bench's own HTTP client opened (undici's `undici:client:connected` channel). A slow request whose
-// minute shows none of these waited inside the service, on something other than its event loop.
+// (`TcpExtListenOverflows` in /proc/net/netstat, every process's), how many connections the bench's
+// own HTTP client opened (undici's `undici:client:connected` channel), and how long the API's main
+// thread ran and how long it was ready to run but waited for a core (/proc/PID/task/PID/schedstat):
+// a loop held by its own work runs, one held by the scheduler waits, and one that does neither while
+// it lags is blocked in a system call (an fsync). A slow request whose minute shows none of these
+// waited inside the service, on something other than its event loop.
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 
 const SCRAPE_EVERY_MS = 5_000;
 const PROBE_EVERY_MS = 500;
+/** Probes of the main thread's scheduling summed into one stretch: a lag of seconds needs a long one. */
+const STRETCH_SAMPLES = 4;
 const PROBE_TIMEOUT_MS = 10_000;
 
 export interface StallMinute {
@@ -23,7 +28,21 @@ export interface StallMinute {
   readonly listenOverflows: number | null;
   /** Connections the bench's HTTP client opened. */
   readonly clientConnects: number;
+  /** The most the API's main thread ran in any 2 s (STRETCH_SAMPLES probes); null without its pid. */
+  readonly mainThreadRunMaxMs: number | null;
+  /** The most it waited for a core in any 2 s. */
+  readonly runQueueWaitMaxMs: number | null;
 }
+
+/** ns the thread has run and waited on a run queue so far, or null (/proc/PID/task/TID/schedstat: on-CPU, waiting, slices). */
+const schedstat = (pid: number): { run: number; wait: number } | null => {
+  try {
+    const [run, wait] = readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').split(' ').map(Number);
+    return { run: run as number, wait: wait as number };
+  } catch {
+    return null;
+  }
+};
 
 /** The machine's listen-queue overflows so far, or null. */
 const listenOverflows = (): number | null => {
@@ -58,14 +77,26 @@ export interface StallWatch {
   stop(): Promise<StallMinute[]>;
 }
 
-/** Samples until `stop()`, from now on, by minute. */
-export const watchStalls = (apiUrl: string, adminToken: string): StallWatch => {
+/** Samples until `stop()`, from now on, by minute; `apiPid`: the API process, whose main thread's waits for a core are read. */
+export const watchStalls = (apiUrl: string, adminToken: string, apiPid?: number): StallWatch => {
   const startedMs = Date.now();
   const minuteOf = () => Math.floor((Date.now() - startedMs) / 60_000);
-  const minutes: { loopLagMaxMs: number | null; connectMaxMs: number; overflowsAtStart: number | null; clientConnects: number }[] = [];
+  const minutes: { loopLagMaxMs: number | null; connectMaxMs: number; overflowsAtStart: number | null; clientConnects: number; runMaxNs: number | null; waitMaxNs: number | null }[] = [];
   const minute = (m: number) => {
-    while (minutes.length <= m) minutes.push({ loopLagMaxMs: null, connectMaxMs: 0, overflowsAtStart: listenOverflows(), clientConnects: 0 });
+    while (minutes.length <= m) minutes.push({ loopLagMaxMs: null, connectMaxMs: 0, overflowsAtStart: listenOverflows(), clientConnects: 0, runMaxNs: null, waitMaxNs: null });
     return minutes[m] as (typeof minutes)[number];
+  };
+  /** The main thread's schedstat at the last STRETCH_SAMPLES + 1 probes. */
+  const samples: { run: number; wait: number }[] = [];
+  const sampleScheduling = () => {
+    const now = apiPid === undefined ? null : schedstat(apiPid);
+    if (now === null) return;
+    samples.push(now);
+    if (samples.length > STRETCH_SAMPLES + 1) samples.shift();
+    const first = samples[0] as { run: number; wait: number };
+    const m = minute(minuteOf());
+    m.runMaxNs = Math.max(m.runMaxNs ?? 0, now.run - first.run);
+    m.waitMaxNs = Math.max(m.waitMaxNs ?? 0, now.wait - first.wait);
   };
   minute(0);
   const onConnected = () => void minute(minuteOf()).clientConnects++;
@@ -76,16 +107,15 @@ export const watchStalls = (apiUrl: string, adminToken: string): StallWatch => {
     pending.add(work);
     void work.finally(() => pending.delete(work));
   };
-  const probe = setInterval(
-    () =>
-      track(
-        connectMs(port).then((ms) => {
-          const m = minute(minuteOf());
-          m.connectMaxMs = Math.max(m.connectMaxMs, ms);
-        }),
-      ),
-    PROBE_EVERY_MS,
-  );
+  const probe = setInterval(() => {
+    sampleScheduling();
+    track(
+      connectMs(port).then((ms) => {
+        const m = minute(minuteOf());
+        m.connectMaxMs = Math.max(m.connectMaxMs, ms);
+      }),
+    );
+  }, PROBE_EVERY_MS);
   const scrape = setInterval(
     () =>
       track(
@@ -115,6 +145,8 @@ export const watchStalls = (apiUrl: string, adminToken: string): StallWatch => {
           connectMaxMs: Math.round(m.connectMaxMs * 10) / 10,
           listenOverflows: m.overflowsAtStart === null || next === null ? null : next - m.overflowsAtStart,
           clientConnects: m.clientConnects,
+          mainThreadRunMaxMs: m.runMaxNs === null ? null : Math.round(m.runMaxNs / 1e6),
+          runQueueWaitMaxMs: m.waitMaxNs === null ? null : Math.round(m.waitMaxNs / 1e6),
         };
       });
     },

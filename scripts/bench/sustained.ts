@@ -150,6 +150,8 @@ const engineFigures = (tally: Tally) => {
 interface Topology {
   /** Where the writes, polls and set-up go. */
   readonly url: string;
+  /** The process serving `url`. */
+  apiPid(): number | undefined;
   /** The processes running a delivery engine, whose /admin/v1/metrics hold its punctuality. */
   engineUrls(): readonly string[];
   /** Stops the service's processes and starts them again on the same log; resolves with ms per restarted role. */
@@ -174,6 +176,7 @@ const embedded = async (group: ProcessGroup): Promise<Topology> => {
   let service = await group.start('service', {});
   return {
     url: service.url,
+    apiPid: () => service.child.pid,
     engineUrls: () => [service.url],
     async restart() {
       await stopped(service);
@@ -202,6 +205,7 @@ const distributed = async (group: ProcessGroup): Promise<Topology> => {
     let api = await start('api', 'api');
     return {
       url: api.url,
+      apiPid: () => api.child.pid,
       engineUrls: () => dispatchers.map((d) => d.url),
       async restart() {
         await stopped(api);
@@ -269,7 +273,7 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
     const startedMs = Date.now();
     let running = true;
     const pollers = Array.from({ length: LONG_POLLERS }, () => longPoll(url, ws, () => running));
-    const stalls = watchStalls(url, ADMIN);
+    const stalls = watchStalls(url, ADMIN, topology.apiPid());
     /** [sent ms, latency ms] of each acknowledged write. */
     const latencies: [number, number][] = [];
     let failed = 0;
@@ -311,7 +315,8 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
       console.error(
         `minute ${m + 1}: commit → first attempt p50 ${q.p50} ms, p99 ${q.p99} ms (${q.n} deliveries); API p99 ${apiPerMinute[m]?.p99} ms, ` +
           `max ${apiPerMinute[m]?.max} ms; API event loop lag max ${stallMinutes[m]?.loopLagMaxMs} ms, bare connect max ${stallMinutes[m]?.connectMaxMs} ms, ` +
-          `listen overflows ${stallMinutes[m]?.listenOverflows}, client connects ${stallMinutes[m]?.clientConnects}`,
+          `listen overflows ${stallMinutes[m]?.listenOverflows}, client connects ${stallMinutes[m]?.clientConnects}, ` +
+          `API main thread at most ${stallMinutes[m]?.mainThreadRunMaxMs} ms run and ${stallMinutes[m]?.runQueueWaitMaxMs} ms waiting for a core in 2 s`,
       ),
     );
 
@@ -360,6 +365,8 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
       api_loop_lag_max_ms_by_minute: stallMinutes.map((m) => m.loopLagMaxMs).join(' '),
       api_connect_max_ms_by_minute: stallMinutes.map((m) => m.connectMaxMs).join(' '),
       listen_overflows_by_minute: stallMinutes.map((m) => m.listenOverflows).join(' '),
+      api_main_thread_run_max_ms_by_minute: stallMinutes.map((m) => m.mainThreadRunMaxMs).join(' '),
+      api_run_queue_wait_max_ms_by_minute: stallMinutes.map((m) => m.runQueueWaitMaxMs).join(' '),
       long_poll_items: polled,
       ...startup,
     };

@@ -80,7 +80,7 @@ interface Folded {
 
 export type StateCache = BoundedCache<Folded>;
 
-/** The states of the last `capacity` streams cached. */
+/** The states of up to `capacity` streams, those commands use kept (bounded-cache.ts). */
 export const createStateCache = (capacity: number): StateCache => createBoundedCache<Folded>(capacity);
 
 export interface CommandHandlerOptions {

@@ -22,7 +22,7 @@ export interface Config {
   readonly maintenanceMode: boolean;
   readonly trustProxy: boolean;
   readonly bodyLimitBytes: number;
-  /** Time a client has to send a request's headers, and the whole request (body included). */
+  /** Time a client has to send a request's headers, and the whole request (body included); connections the kernel queues while the process is busy. */
   readonly http: { readonly headersTimeoutMs: number; readonly requestTimeoutMs: number; readonly listenBacklog: number };
   /** How long an Idempotency-Key claim may run before a retry may take it over (its holder looks stalled). */
   readonly idempotencyLeaseMs: number;

@@ -30,7 +30,6 @@ type Node<V> = Leaf<V> | Collision<V> | Branch<V>;
 
 export interface PersistentMap<V> {
   readonly root: Node<V> | null;
-  readonly size: number;
 }
 
 const BITS = 5;
@@ -51,7 +50,7 @@ const popcount = (n: number): number => {
 
 const slot = (hash: number, shift: number): number => (hash >>> shift) & MASK;
 
-export const emptyMap = <V>(): PersistentMap<V> => ({ root: null, size: 0 });
+export const emptyMap = <V>(): PersistentMap<V> => ({ root: null });
 
 /** Two nodes of different hashes under one new branch at `shift`, split further while their bits agree (they differ by shift 30 at the latest). */
 const branchOf = <V>(a: Leaf<V> | Collision<V>, b: Leaf<V>, shift: number): Branch<V> => {
@@ -60,25 +59,17 @@ const branchOf = <V>(a: Leaf<V> | Collision<V>, b: Leaf<V>, shift: number): Bran
   return { kind: 'branch', bitmap: (1 << sa) | (1 << sb), children: sa < sb ? [a, b] : [b, a] };
 };
 
-/** `node` with `leaf` set in it; `added` tells whether the key is new. */
-const put = <V>(node: Node<V> | null, leaf: Leaf<V>, shift: number, added: { value: boolean }): Node<V> => {
-  if (node === null) {
-    added.value = true;
-    return leaf;
-  }
+/** `node` with `leaf` set in it. */
+const put = <V>(node: Node<V> | null, leaf: Leaf<V>, shift: number): Node<V> => {
+  if (node === null) return leaf;
   switch (node.kind) {
     case 'leaf':
       if (node.key === leaf.key) return leaf;
-      added.value = true;
       if (node.hash === leaf.hash) return { kind: 'collision', hash: leaf.hash, leaves: [node, leaf] };
       return branchOf(node, leaf, shift);
     case 'collision': {
-      if (node.hash !== leaf.hash) {
-        added.value = true;
-        return branchOf(node, leaf, shift);
-      }
+      if (node.hash !== leaf.hash) return branchOf(node, leaf, shift);
       const at = node.leaves.findIndex((l) => l.key === leaf.key);
-      if (at < 0) added.value = true;
       const leaves = at < 0 ? [...node.leaves, leaf] : node.leaves.map((l, i) => (i === at ? leaf : l));
       return { kind: 'collision', hash: node.hash, leaves };
     }
@@ -87,22 +78,19 @@ const put = <V>(node: Node<V> | null, leaf: Leaf<V>, shift: number, added: { val
       const at = popcount(node.bitmap & (bit - 1));
       const children = node.children.slice();
       if ((node.bitmap & bit) === 0) {
-        added.value = true;
         children.splice(at, 0, leaf);
         return { kind: 'branch', bitmap: node.bitmap | bit, children };
       }
-      children[at] = put(node.children[at] as Node<V>, leaf, shift + BITS, added);
+      children[at] = put(node.children[at] as Node<V>, leaf, shift + BITS);
       return { kind: 'branch', bitmap: node.bitmap, children };
     }
   }
 };
 
 /** The map with `key` set to `value`; `map` itself is unchanged. */
-export const setEntry = <V>(map: PersistentMap<V>, key: string, value: V): PersistentMap<V> => {
-  const added = { value: false };
-  const root = put(map.root, { kind: 'leaf', hash: hashOf(key), key, value }, 0, added);
-  return { root, size: map.size + (added.value ? 1 : 0) };
-};
+export const setEntry = <V>(map: PersistentMap<V>, key: string, value: V): PersistentMap<V> => ({
+  root: put(map.root, { kind: 'leaf', hash: hashOf(key), key, value }, 0),
+});
 
 export const getEntry = <V>(map: PersistentMap<V>, key: string): V | undefined => {
   const hash = hashOf(key);

@@ -7,12 +7,17 @@ const HISTOGRAMS = /^(webhook_fanout_delay_seconds|webhook_attempt_start_delay_s
 /** `name_bucket{labels}` / `name_count{labels}` → value, summed over the engines. */
 export type Tally = ReadonlyMap<string, number>;
 
+/** A process's /admin/v1/metrics text (Prometheus exposition). */
+export const metricsText = async (url: string, adminToken: string, signal?: AbortSignal): Promise<string> => {
+  const reply = await fetch(`${url}/admin/v1/metrics`, { headers: { authorization: `Bearer ${adminToken}` }, ...(signal === undefined ? {} : { signal }) });
+  if (reply.status !== 200) throw new Error(`GET ${url}/admin/v1/metrics answered ${reply.status}`);
+  return reply.text();
+};
+
 export const scrapePunctuality = async (urls: readonly string[], adminToken: string): Promise<Tally> => {
   const tally = new Map<string, number>();
   for (const url of urls) {
-    const reply = await fetch(`${url}/admin/v1/metrics`, { headers: { authorization: `Bearer ${adminToken}` } });
-    if (reply.status !== 200) throw new Error(`GET ${url}/admin/v1/metrics answered ${reply.status}`);
-    for (const line of (await reply.text()).split('\n')) {
+    for (const line of (await metricsText(url, adminToken)).split('\n')) {
       const match = HISTOGRAMS.exec(line);
       if (match === null) continue;
       const key = `${match[1]}_${match[2]}${match[3] ?? ''}`;

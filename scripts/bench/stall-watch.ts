@@ -12,6 +12,7 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { readFileSync } from 'node:fs';
 import { connect } from 'node:net';
+import { metricsText } from './engine-punctuality.js';
 
 const SCRAPE_EVERY_MS = 5_000;
 const PROBE_EVERY_MS = 500;
@@ -119,9 +120,9 @@ export const watchStalls = (apiUrl: string, adminToken: string, apiPid?: number)
   const scrape = setInterval(
     () =>
       track(
-        fetch(`${apiUrl}/admin/v1/metrics`, { headers: { authorization: `Bearer ${adminToken}` }, signal: AbortSignal.timeout(30_000) })
-          .then(async (reply) => {
-            const match = LAG_MAX.exec(await reply.text());
+        metricsText(apiUrl, adminToken, AbortSignal.timeout(30_000))
+          .then((text) => {
+            const match = LAG_MAX.exec(text);
             // Whatever the scrape waited for, the delay it reports happened before it answered: in this minute or the last.
             if (match === null) return;
             const m = minute(minuteOf());

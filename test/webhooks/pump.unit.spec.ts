@@ -2,7 +2,7 @@
 // subscription's and workspace's slots, and nothing waiting is dropped.
 import { expect } from 'chai';
 import { createPump, type Pump } from '../../src/webhooks/dispatch/pump.js';
-import type { DueAttempt } from '../../src/webhooks/dispatch/retry-schedule.js';
+import type { DueAttempt, RetrySchedule } from '../../src/webhooks/dispatch/retry-schedule.js';
 import { createMemoryRetrySchedule } from '../../src/webhooks/dispatch/retry-schedule/memory.js';
 import { eventually } from '../support/webhooks-dispatch.js';
 
@@ -63,5 +63,53 @@ describe('webhook pump: in-flight limits', () => {
     await eventually('every slot taken', () => hanging.length === 8);
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(started.some((e) => e.deliveryId === 'b-0')).to.equal(false);
+  });
+});
+
+describe('webhook pump: takes', () => {
+  it('asks the schedule once when a take brings fewer than there is room for, and again when it fills the room', async () => {
+    const schedule = createMemoryRetrySchedule();
+    const takes: number[] = [];
+    const counted: RetrySchedule = {
+      ...schedule,
+      takeDue: async (now, limit, room) => {
+        const taken = await schedule.takeDue(now, limit, room);
+        takes.push(taken.length);
+        return taken;
+      },
+    };
+    const started: string[] = [];
+    const hanging: (() => void)[] = [];
+    const pump = createPump({
+      schedule: counted,
+      clock: () => 1_000,
+      maxInFlight: 8,
+      maxInFlightPerSubscription: 8,
+      maxInFlightPerWorkspace: 8,
+      workspaceOf: () => 'w',
+      run: (entry) => {
+        started.push(entry.deliveryId);
+        return new Promise<void>((resolve) => hanging.push(resolve));
+      },
+    });
+    try {
+      for (let i = 0; i < 3; i++) await schedule.put({ deliveryId: `a-${i}`, subscriptionId: 's', dueAt: i, round: 1 });
+      pump.start();
+      await eventually('three attempts', () => started.length === 3);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(takes, 'three of eight: nothing more was due').to.deep.equal([3]);
+      // Five slots left and six due: the take that fills them is followed by another when a slot frees.
+      for (let i = 0; i < 6; i++) await schedule.put({ deliveryId: `b-${i}`, subscriptionId: 's', dueAt: i, round: 1 });
+      pump.kick();
+      await eventually('eight attempts', () => started.length === 8);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(takes).to.deep.equal([3, 5]);
+      hanging.shift()?.();
+      await eventually('the ninth attempt', () => started.length === 9);
+      expect(takes.slice(0, 3)).to.deep.equal([3, 5, 1]);
+    } finally {
+      hanging.splice(0).forEach((resolve) => resolve());
+      await pump.stop();
+    }
   });
 });

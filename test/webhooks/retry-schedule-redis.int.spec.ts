@@ -3,6 +3,7 @@ import { Redis } from 'ioredis';
 import { createMemoryRetrySchedule } from '../../src/webhooks/dispatch/retry-schedule/memory.js';
 import { createRedisRetrySchedule } from '../../src/webhooks/dispatch/retry-schedule/redis.js';
 import { retryScheduleContract } from './retry-schedule.contract.js';
+import { eventually } from '../support/webhooks-dispatch.js';
 
 const redisUrl = process.env['REDIS_URL'];
 const LEASE_MS = 60_000;
@@ -203,5 +204,52 @@ retryScheduleContract('redis', redisUrl ? () => redisPair(redisUrl) : null, { pr
       await reseeded();
     }
     expect(losses.schedule).to.equal(2);
+  });
+});
+
+(redisUrl ? describe : describe.skip)('redis RetrySchedule round trips', () => {
+  let pair: Awaited<ReturnType<typeof redisPair>>;
+  let monitor: Redis | undefined;
+  /** This schedule's script calls, as Redis ran them (other specs share the server: told apart by the keys). */
+  const scripts: string[][] = [];
+  let markers = 0;
+  /**
+   * The scripts run since the last call: an offer marks the end, and MONITOR (another connection,
+   * behind the commands it reports) has reported everything before it once it has reported the mark.
+   */
+  const scriptsSince = async (): Promise<string[][]> => {
+    const marker = `marker-${++markers}`;
+    await pair.other.offer({ deliveryId: marker, subscriptionId: 'markers', dueAt: Number.MAX_SAFE_INTEGER, round: 1 });
+    const at = await eventually('the marker in the monitor', () => {
+      const found = scripts.findIndex((args) => args.includes(marker));
+      return found >= 0 ? found + 1 : undefined;
+    });
+    return scripts.splice(0, at).slice(0, -1);
+  };
+  beforeEach(async () => {
+    pair = await redisPair(redisUrl as string);
+    scripts.length = 0;
+    monitor = await new Redis(redisUrl as string).monitor();
+    monitor.on('monitor', (_time: string, args: string[]) => {
+      if (/^eval/i.test(args[0] ?? '') && args.some((arg) => arg.startsWith(`{${pair.keyPrefix}retry}`))) scripts.push(args);
+    });
+    await scriptsSince();
+  });
+  afterEach(async () => {
+    monitor?.disconnect();
+    await pair.teardown();
+  });
+
+  it('sends the removes of one turn in one script, which removes each of them', async () => {
+    const entries = Array.from({ length: 300 }, (_, i) => ({ deliveryId: `d${i}`, subscriptionId: `s${i % 7}`, dueAt: 10 + i, round: 1 }));
+    await pair.schedule.put(...entries);
+    expect(await scriptsSince(), 'puts of 256 entries a script').to.have.length(2);
+    await Promise.all(entries.slice(0, 250).map((entry) => pair.schedule.remove(entry.deliveryId, 1)));
+    expect(await scriptsSince(), 'one script for 250 removes').to.have.length(1);
+    expect(await pair.schedule.size()).to.equal(50 + markers);
+    // Past a chunk's size they go in several scripts, and all of them apply.
+    await Promise.all([...entries.slice(250), ...entries.slice(0, 250)].map((entry) => pair.schedule.remove(entry.deliveryId)));
+    expect(await scriptsSince()).to.have.length(2);
+    expect(await pair.schedule.size()).to.equal(markers);
   });
 });

@@ -136,6 +136,26 @@ export const retryScheduleContract = (name: string, factory: (() => Promise<Retr
       expect(await schedule.takeDue(100, 10, unlimited)).to.deep.equal([{ deliveryId: 'a', subscriptionId: 's', dueAt: 7, round: 1 }]);
     });
 
+    it('acts on calls issued together in the order they were issued: a remove never overtakes a later put', async () => {
+      const { schedule } = fixture;
+      await schedule.put({ deliveryId: 'a', subscriptionId: 's', dueAt: 10, round: 1 }, { deliveryId: 'b', subscriptionId: 's', dueAt: 20, round: 1 });
+      // Issued in one turn, none awaited before the next is issued.
+      await Promise.all([
+        schedule.remove('a'),
+        schedule.put({ deliveryId: 'a', subscriptionId: 's', dueAt: 30, round: 1 }),
+        schedule.remove('b', 1),
+        schedule.remove('c'),
+        schedule.put({ deliveryId: 'c', subscriptionId: 't', dueAt: 40, round: 1 }),
+      ]);
+      expect(await schedule.size()).to.equal(2);
+      expect(unmarked(await schedule.takeDue(100, 10, unlimited)).map((e) => `${e.deliveryId}:${e.dueAt}`).sort()).to.deep.equal(['a:30', 'c:40']);
+      // And removes issued together all apply.
+      await schedule.put({ deliveryId: 'd', subscriptionId: 's', dueAt: 50, round: 1 }, { deliveryId: 'e', subscriptionId: 't', dueAt: 60, round: 2 });
+      await Promise.all([schedule.remove('d', 1), schedule.remove('e', 1), schedule.remove('a'), schedule.remove('c')]);
+      expect(await schedule.nextDueAt(), 'the later round of e stays').to.equal(60);
+      expect(await schedule.size()).to.equal(1);
+    });
+
     it('lets an entry of a later round replace one of an earlier round, which a remove by round then keeps', async () => {
       const { schedule, other } = fixture;
       await schedule.put({ deliveryId: 'a', subscriptionId: 's', dueAt: 20, round: 1 });

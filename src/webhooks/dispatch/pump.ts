@@ -99,9 +99,12 @@ export const createPump = (options: PumpOptions): Pump => {
     let lookedAt = clock();
     while (!stopped && running.size < maxInFlight) {
       lookedAt = clock();
-      const due = await schedule.takeDue(lookedAt, maxInFlight - running.size, roomForTake());
-      if (due.length === 0) break;
+      const asked = maxInFlight - running.size;
+      const due = await schedule.takeDue(lookedAt, asked, roomForTake());
       due.forEach(launch);
+      // Fewer than asked: nothing else was due with room, and another take now would find the same
+      // (a shared schedule's round trip for nothing). What is put meanwhile kicks a fill of its own.
+      if (due.length < asked) break;
     }
     arm(await schedule.nextDueAt(), lookedAt);
   };

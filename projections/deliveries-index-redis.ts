@@ -19,6 +19,7 @@
 // restart never takes over from an index that is being rebuilt. A read that cannot reach Redis throws
 // StoreUnavailable (the routes answer 503).
 import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import { ProjectionReset } from '../src/app/projection-runner.js';
 import { unpackSteps, type Delivery } from '../src/domain/delivery/delivery.js';
@@ -34,6 +35,11 @@ local docs, ws, meta, waiting, ahead, settled, epoch, prefix = KEYS[1], KEYS[2],
 local function sets(sub, status, etype)
   local base = prefix .. 's:' .. sub
   return base, base .. ':st:' .. status, base .. ':t:' .. etype, base .. ':st:' .. status .. ':t:' .. etype
+end
+-- Redis' clock, the same for every writer whatever host it runs on.
+local function nowMs()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 -- Drops one delivery and its entries, from what its JSON says.
 local function drop(id)
@@ -65,18 +71,21 @@ const SCRIPTS = {
   historyBind: `${bindEpochLua('meta')}
 return { current, redis.call('HGET', meta, 'position') or '0', redis.call('HGET', meta, 'fanned') or '0' }`,
 
-  // ARGV: prefix, epoch, the batch's last position, then delivery ids. Returns {'reset'} or {'ok',
-  // position, fan-out checkpoint, JSON or false per id}; no JSON when the checkpoint is at or past
-  // the batch's last position (another writer applied it all).
+  // ARGV: prefix, epoch, the batch's last position, this writer, how recent another writer's last
+  // apply must be for this one to defer to it (ms, 0: never), then delivery ids. Returns {'reset'},
+  // {'defer'} or {'ok', position, fan-out checkpoint, JSON or false per id}; no JSON when the
+  // checkpoint is at or past the batch's last position (another writer applied it all).
   historyRead: `
 if redis.call('GET', epoch) ~= ARGV[2] then return { 'reset' } end
 local position = redis.call('HGET', meta, 'position') or '0'
 local out = { 'ok', position, redis.call('HGET', meta, 'fanned') or '0' }
 if tonumber(position) >= tonumber(ARGV[3]) then return out end
-for i = 4, #ARGV do out[#out + 1] = redis.call('HGET', docs, ARGV[i]) end
+local last = redis.call('HMGET', meta, 'writer', 'wrote')
+if tonumber(ARGV[5]) > 0 and last[1] and last[1] ~= ARGV[4] and nowMs() - tonumber(last[2]) < tonumber(ARGV[5]) then return { 'defer' } end
+for i = 6, #ARGV do out[#out + 1] = redis.call('HGET', docs, ARGV[i]) end
 return out`,
 
-  // ARGV: prefix, epoch, expected position, new position, new fan-out checkpoint, then per delivery:
+  // ARGV: prefix, epoch, expected position, new position, new fan-out checkpoint, writer, then per delivery:
   // id, subscription, workspace, status, stored status ('' when new), event type, event position,
   // created_at, replay id ('' for a live delivery), attempted ('1' or '0'), JSON. Returns 'reset',
   // 'moved' (another writer got there first: nothing written) or 'ok'. A replay's deliveries are also
@@ -85,7 +94,7 @@ return out`,
 if redis.call('GET', epoch) ~= ARGV[2] then return 'reset' end
 if (redis.call('HGET', meta, 'position') or '0') ~= ARGV[3] then return 'moved' end
 local fanned = ARGV[5]
-for i = 6, #ARGV, 11 do
+for i = 7, #ARGV, 11 do
   local id, sub, workspace, status, was, etype, epos, created, replay, attempted, json = unpack(ARGV, i, i + 10)
   if replay ~= '' then
     local base = prefix .. 'r:' .. sub .. ':' .. replay
@@ -115,7 +124,7 @@ for i = 6, #ARGV, 11 do
   if tonumber(epos) > tonumber(fanned) then redis.call('ZADD', ahead, epos, id) end
 end
 redis.call('ZREMRANGEBYSCORE', ahead, '-inf', fanned)
-redis.call('HSET', meta, 'position', ARGV[4], 'fanned', fanned)
+redis.call('HSET', meta, 'position', ARGV[4], 'fanned', fanned, 'writer', ARGV[6], 'wrote', nowMs())
 return 'ok'`,
 
   // ARGV: prefix, key suffix of the filter's set, upper bound (inclusive score, '+inf' for none), the
@@ -175,6 +184,17 @@ return dropped`,
 
 /** Events per apply script: fewer than the tickets' documents, as one record may pack a hundred deliveries (a rebuild reads those). */
 const BATCH = 64;
+/**
+ * Every dispatcher applies the same log, and two of them read each commit at the same moment: both
+ * folded each batch and sent it, and one of the two was refused ('moved'), a fifth of a dispatcher's
+ * time in a profile of `npm run bench -- kafka`. A writer therefore leaves a batch to the writer that
+ * applied last, while that one applied within ACTIVE_WRITER_MS: it looks again after DEFER_MS,
+ * usually to find the batch applied, and applies it itself after MAX_DEFERS looks (the other one
+ * died, or is further behind), becoming the writer the others leave batches to.
+ */
+const ACTIVE_WRITER_MS = 1_000;
+const DEFER_MS = 50;
+const MAX_DEFERS = 10;
 /** Deliveries dropped per script by forget (a subscription's history may be large). */
 const FORGET_BATCH = 1_000;
 
@@ -196,6 +216,8 @@ export const createRedisDeliveryIndex = (options: RedisDeliveryIndexOptions): De
   const prefix = `${tag}:`;
   /** The epoch this process applies in, bound by checkpoint(); null until then and after a reset. */
   let epoch: string | null = null;
+  /** Names this writer in the checkpoint it moves (the others defer to it while it keeps applying). */
+  const writer = randomBytes(8).toString('hex');
 
   const reach = readOf('delivery history index');
 
@@ -233,9 +255,15 @@ export const createRedisDeliveryIndex = (options: RedisDeliveryIndexOptions): De
   const applyBatch = async (batch: readonly ProjectedEvent[]): Promise<void> => {
     const ids = [...new Set(batch.flatMap((event) => unpackSteps(event).map((step) => String(step.data['delivery_id']))))];
     const batchLast = String(batch.at(-1)?.position ?? 0);
-    for (;;) {
-      const [status, position, fanned, ...found] = (await write(() => client.historyRead(...keys, prefix, epoch as string, batchLast, ...ids))) as [string, string, string, ...(string | null)[]];
+    for (let defers = 0; ; ) {
+      const deferMs = String(defers < MAX_DEFERS ? ACTIVE_WRITER_MS : 0);
+      const [status, position, fanned, ...found] = (await write(() => client.historyRead(...keys, prefix, epoch as string, batchLast, writer, deferMs, ...ids))) as [string, string, string, ...(string | null)[]];
       if (status === 'reset') throw lost();
+      if (status === 'defer') {
+        defers += 1;
+        await sleep(DEFER_MS);
+        continue;
+      }
       // Another writer applied the whole batch: nothing to fold or write (the common case for the
       // second of two dispatchers, which tails the same log). Past here the batch's last event is
       // above the checkpoint, so the apply moves the checkpoint to it.
@@ -260,7 +288,7 @@ export const createRedisDeliveryIndex = (options: RedisDeliveryIndexOptions): De
         fannedOutThrough = Math.max(fannedOutThrough, change.fannedOutThrough);
       }
       for (const subscriptionId of deleted) await write(() => forgetAll(subscriptionId));
-      const args = [epoch as string, position, batchLast, String(fannedOutThrough)];
+      const args = [epoch as string, position, batchLast, String(fannedOutThrough), writer];
       for (const { delivery, workspaceId } of changed.values()) {
         const was = deleted.has(delivery.subscriptionId) ? '' : (stored.get(delivery.id)?.status ?? '');
         const attempted = delivery.history.length > 0 ? '1' : '0';

@@ -114,6 +114,55 @@ const deliveryRecords = (count: number): ProjectedEvent[] => {
     expect((await b.page({ subscriptionId: 's1', limit: 100 })).items).to.have.length(50);
   });
 
+  /** Counts the applies a writer sends (each carries its batch's deliveries), refused ('moved') or not. */
+  const countApplies = (index: Awaited<ReturnType<typeof space.open>>) => {
+    const sent = { applies: 0, moved: 0 };
+    const client = index.client as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
+    const apply = (client['historyApply'] as (...args: unknown[]) => Promise<unknown>).bind(index.client);
+    client['historyApply'] = async (...args: unknown[]) => {
+      sent.applies += 1;
+      const outcome = await apply(...args);
+      if (outcome === 'moved') sent.moved += 1;
+      return outcome;
+    };
+    return sent;
+  };
+
+  it('leaves a batch to the writer that applied last: two writers tailing one log send each batch once', async () => {
+    const events = deliveryRecords(200);
+    const [a, b] = [await space.open(), await space.open()];
+    const [sentA, sentB] = [countApplies(a), countApplies(b)];
+    await a.apply(events[0] as ProjectedEvent);
+    // Both read each commit at the same moment, as two dispatchers tailing the log do.
+    for (let start = 1; start < events.length; start += 25) {
+      const commit = events.slice(start, start + 25);
+      await Promise.all([Promise.all(commit.map((event) => a.apply(event))), Promise.all(commit.map((event) => b.apply(event)))]);
+    }
+    expect(sentB, 'the writer that did not apply last sends nothing').to.deep.equal({ applies: 0, moved: 0 });
+    expect(sentA.moved).to.equal(0);
+    expect(await b.checkpoint()).to.deep.equal({ position: 400, fannedOutThrough: 199 });
+    expect((await b.page({ subscriptionId: 's1', limit: 300 })).items).to.have.length(200);
+  });
+
+  it('applies a batch itself once the writer it left batches to has stopped applying', async () => {
+    const events = deliveryRecords(20);
+    const [a, b] = [await space.open(), await space.open()];
+    for (const event of events.slice(0, 20)) await a.apply(event);
+    const sentB = countApplies(b);
+    // a is gone: b looks a few times, then applies, well within the second a counts as active.
+    const started = Date.now();
+    for (const event of events.slice(20)) await b.apply(event);
+    expect(Date.now() - started).to.be.below(3_000);
+    expect(sentB.applies).to.be.greaterThan(0);
+    expect(await a.checkpoint()).to.deep.equal({ position: 40, fannedOutThrough: 19 });
+    // Now b applied last: a leaves batches to it.
+    const sentA = countApplies(a);
+    const more = deliveryRecords(30).slice(40);
+    await Promise.all([Promise.all(more.map((event) => b.apply(event))), Promise.all(more.map((event) => a.apply(event)))]);
+    expect(sentA.applies).to.equal(0);
+    expect(await a.checkpoint()).to.deep.equal({ position: 60, fannedOutThrough: 29 });
+  });
+
   it('refuses applies and a restart from it once Redis lost its data, and starts again from position 0', async () => {
     const index = await space.open();
     const events = deliveryRecords(3);

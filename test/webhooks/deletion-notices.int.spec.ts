@@ -138,6 +138,32 @@ const NEVER_MS = 60_000;
     }
   });
 
+  (redisServerInstalled() ? it : it.skip)('still waits for a dispatcher it heard before an outage longer than it counts one alive, right after Redis is back', async function () {
+    this.timeout(30_000);
+    const redis = await startPrivateRedis();
+    try {
+      const told: string[] = [];
+      const onPrivate = { url: redis.url, channelPrefix };
+      const dispatcher = createRedisDeletionListener(onPrivate);
+      // Counted alive 200 ms after it was heard: the outage below is five times that.
+      const api = createRedisDeletionNotices({ ...onPrivate, waitMs: 1_500, aliveMs: 200 });
+      opened.push(dispatcher, api);
+      await dispatcher.listen((id) => told.push(id));
+      await api.tell('before');
+      await redis.stop();
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      await redis.start();
+      // The dispatcher may be taking work again already (its commands reconnected first) while the
+      // API server has not heard it since the outage: the DELETE must not answer at once.
+      const started = performance.now();
+      await api.tell('after');
+      const waited = performance.now() - started;
+      expect(told.includes('after') || waited >= 1_400, `answered after ${Math.round(waited)} ms, the dispatcher told: ${told.includes('after')}`).to.equal(true);
+    } finally {
+      await redis.stop();
+    }
+  });
+
   (redisServerInstalled() ? it : it.skip)('waits out its bound while Redis is away after start, and waits for the dispatchers again once it is back', async function () {
     this.timeout(30_000);
     const redis = await startPrivateRedis();

@@ -8,7 +8,10 @@
 // Knowing who is alive is what covers the dispatchers PUBLISH cannot count: one whose subscriber is
 // reconnecting (Redis restarted), or every one while Redis is away. Each dispatcher says it is alive
 // every HEARTBEAT_MS on a presence channel, and gone when it stops; the API server keeps who it heard
-// in memory (a Redis restarted empty loses nothing of it). Each notice is also kept in Redis for
+// in memory (a Redis restarted empty loses nothing of it). It cannot hear anyone while its own
+// subscription is down, so a dispatcher's silence counts only from when it is back: a dispatcher
+// whose commands reconnected first takes work again (a re-seed of a lost schedule) while neither
+// its heartbeats nor PUBLISH reach the API server yet, and a DELETE then must still wait for it. Each notice is also kept in Redis for
 // RECENT_MS, and a dispatcher reads them after every (re)subscription: one that was reconnecting acts
 // on what it missed and acknowledges it. A dispatcher that cannot answer in time (stalled, or killed
 // and still counted alive for ALIVE_MS) is not waited for longer than the bound; its check of the
@@ -49,11 +52,15 @@ export const DELETION_WAIT_MS = 2_000;
 const HEARTBEAT_MS = 1_000;
 
 /**
- * How long an API server counts a dispatcher alive after hearing from it: several heartbeats, so a
- * short Redis outage does not make it forget one. A dispatcher unheard for longer has had no claim
- * on the shared schedule (in Redis too) for as long, so nothing of it can be under way.
+ * How long an API server that listens counts a dispatcher alive after hearing from it (or after it
+ * could hear again): several heartbeats. A dispatcher unheard for longer while it could have been
+ * heard has had no claim on the shared schedule (in Redis too) for as long, so nothing of it can be
+ * under way.
  */
 const ALIVE_MS = 5_000;
+
+/** How long an API server remembers a dispatcher it has not heard from, whatever its subscription's outages. */
+const FORGET_MS = 10 * 60_000;
 
 /** How long a notice is kept for the dispatchers that were reconnecting when it was published, and how many at most. */
 const RECENT_MS = 60_000;
@@ -75,11 +82,13 @@ const connect = (
   side: 'api' | 'dispatcher',
   channels: readonly string[],
   onMessage: (channel: string, message: string) => void,
-  subscribed?: () => Promise<void>,
+  subscribed?: () => Promise<void> | void,
+  unsubscribed?: () => void,
 ) => {
   const publisher = createRedisClient(options.url, 'command', { name: `webhook-deletions-${side}` });
   const subscriber = createRedisClient(options.url, 'subscriber', { name: `webhook-deletions-${side}-subscriber` });
   subscriber.on('message', onMessage);
+  if (unsubscribed !== undefined) subscriber.on('close', unsubscribed);
   // SUBSCRIBE answers in order on its connection: once it has, nothing published after is missed.
   const subscribe = () => Promise.all([subscriber.subscribe(...channels), redisReady(publisher)]).then(() => subscribed?.());
   const subscription = subscribe();
@@ -102,26 +111,45 @@ const connect = (
 };
 
 /** Starts without waiting for Redis: an API server serves what does not need it. */
-export const createRedisDeletionNotices = (options: DeletionNoticeOptions & { readonly waitMs: number }): DeletionNotices => {
+export const createRedisDeletionNotices = (options: DeletionNoticeOptions & { readonly waitMs: number; readonly aliveMs?: number }): DeletionNotices => {
   const { notices, acks, presence, recent } = keys(options);
+  const aliveMs = options.aliveMs ?? ALIVE_MS;
   /** Per notice waiting for its acknowledgements: called with each acknowledging dispatcher. */
   const waiting = new Map<string, (dispatcher: string) => void>();
   /** Each dispatcher heard from, and when (performance.now()). */
   const heard = new Map<string, number>();
-  const { publisher, subscription, close } = connect(options, 'api', [acks, presence], (channel, message) => {
-    const space = message.indexOf(' ');
-    if (channel === presence) {
-      if (space < 0) heard.set(message, performance.now());
-      else heard.delete(message.slice(0, space));
-    } else if (channel === acks && space > 0) {
-      heard.set(message.slice(space + 1), performance.now());
-      waiting.get(message.slice(0, space))?.(message.slice(space + 1));
-    }
-  });
+  /** Whether this server's subscription is in place, and since when (performance.now()). */
+  let listening = false;
+  let listeningSince = 0;
+  const { publisher, subscription, close } = connect(
+    options,
+    'api',
+    [acks, presence],
+    (channel, message) => {
+      const space = message.indexOf(' ');
+      if (channel === presence) {
+        if (space < 0) heard.set(message, performance.now());
+        else heard.delete(message.slice(0, space));
+      } else if (channel === acks && space > 0) {
+        heard.set(message.slice(space + 1), performance.now());
+        waiting.get(message.slice(0, space))?.(message.slice(space + 1));
+      }
+    },
+    () => {
+      listening = true;
+      listeningSince = performance.now();
+    },
+    () => void (listening = false),
+  );
+  /** Those heard within aliveMs of listening: the time this server could not hear does not count against them. */
   const alive = (): Set<string> => {
-    const since = performance.now() - ALIVE_MS;
-    for (const [dispatcher, at] of heard) if (at < since) heard.delete(dispatcher);
-    return new Set(heard.keys());
+    const now = performance.now();
+    const out = new Set<string>();
+    for (const [dispatcher, at] of heard) {
+      if (at < now - FORGET_MS) heard.delete(dispatcher);
+      else if (!listening || Math.max(at, listeningSince) >= now - aliveMs) out.add(dispatcher);
+    }
+    return out;
   };
   /** Kept for the dispatchers that are reconnecting, and published to those listening: the number of those. */
   const publish = async (notice: string): Promise<number> => {

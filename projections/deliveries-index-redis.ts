@@ -186,8 +186,8 @@ return dropped`,
 const BATCH = 64;
 /**
  * Every dispatcher applies the same log, and two of them read each commit at the same moment: both
- * folded each batch and sent it, and one of the two was refused ('moved'), a fifth of a dispatcher's
- * time in a profile of `npm run bench -- kafka`. A writer therefore leaves a batch to the writer that
+ * folded each batch and sent it, and one of the two was refused ('moved'): 15-17% of each of two
+ * dispatchers' main threads in a profile of `npm run bench -- kafka`. A writer therefore leaves a batch to the writer that
  * applied last, while that one applied within ACTIVE_WRITER_MS: it looks again after DEFER_MS,
  * usually to find the batch applied, and applies it itself after MAX_DEFERS looks (the other one
  * died, or is further behind), becoming the writer the others leave batches to.

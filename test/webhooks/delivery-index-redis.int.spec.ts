@@ -138,8 +138,10 @@ const deliveryRecords = (count: number): ProjectedEvent[] => {
       const commit = events.slice(start, start + 25);
       await Promise.all([Promise.all(commit.map((event) => a.apply(event))), Promise.all(commit.map((event) => b.apply(event)))]);
     }
-    expect(sentB, 'the writer that did not apply last sends nothing').to.deep.equal({ applies: 0, moved: 0 });
-    expect(sentA.moved).to.equal(0);
+    // Without the deferral (measured): 51-52 applies between them, 18-19 of them refused as 'moved'.
+    // One stall of a past the ten looks may let b apply a batch (and then a defers to b): no more.
+    expect(sentB.applies, 'batches the writer that did not apply last sent').to.be.at.most(2);
+    expect(sentA.moved + sentB.moved, "applies refused as 'moved'").to.be.at.most(1);
     expect(await b.checkpoint()).to.deep.equal({ position: 400, fannedOutThrough: 199 });
     expect((await b.page({ subscriptionId: 's1', limit: 300 })).items).to.have.length(200);
   });

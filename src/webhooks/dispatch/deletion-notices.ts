@@ -11,9 +11,9 @@
 // in memory (a Redis restarted empty loses nothing of it). It cannot hear anyone while its own
 // subscription is down, so a dispatcher's silence counts only from when it is back: a dispatcher
 // whose commands reconnected first takes work again (a re-seed of a lost schedule) while neither
-// its heartbeats nor PUBLISH reach the API server yet, and a DELETE then must still wait for it. Each notice is also kept in Redis for
-// RECENT_MS, and a dispatcher reads them after every (re)subscription: one that was reconnecting acts
-// on what it missed and acknowledges it. A dispatcher that cannot answer in time (stalled, or killed
+// its heartbeats nor PUBLISH reach the API server yet, and a DELETE then must still wait for it.
+// Each notice is also kept in Redis for RECENT_MS, and a dispatcher reads them after every
+// (re)subscription: one that was reconnecting acts on what it missed and acknowledges it. A dispatcher that cannot answer in time (stalled, or killed
 // and still counted alive for ALIVE_MS) is not waited for longer than the bound; its check of the
 // log before each attempt still meets the marker.
 import { randomUUID } from 'node:crypto';

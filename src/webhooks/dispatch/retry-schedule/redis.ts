@@ -142,7 +142,7 @@ type Scripted = Redis & { [K in keyof typeof SCRIPTS]: (...args: string[]) => Pr
  * Entries per put or remove script: a fan-out to a workspace's every subscription (up to 10,000) must not hold
  * Redis for the whole of it in one script.
  */
-const PUT_CHUNK = 256;
+const ENTRIES_PER_SCRIPT = 256;
 
 /** Due lanes listed per round trip while looking for lanes with room. */
 const LANE_PAGE = 256;
@@ -196,8 +196,8 @@ export const createRedisRetrySchedule = (options: RedisRetryScheduleOptions): Sh
   function sendRemovals(): void {
     const batch = removals;
     removals = null;
-    for (let start = 0; batch !== null && start < batch.length; start += PUT_CHUNK) {
-      const chunk = batch.slice(start, start + PUT_CHUNK);
+    for (let start = 0; batch !== null && start < batch.length; start += ENTRIES_PER_SCRIPT) {
+      const chunk = batch.slice(start, start + ENTRIES_PER_SCRIPT);
       const sent = client.retryRemove(...keys, lanePrefix, ...chunk.flatMap(({ fields }) => fields)).then(
         () => chunk.forEach(({ resolve }) => resolve()),
         (error: unknown) => chunk.forEach(({ reject }) => reject(error)),
@@ -248,8 +248,8 @@ export const createRedisRetrySchedule = (options: RedisRetryScheduleOptions): Sh
     },
     async put(...entries) {
       sendRemovals();
-      for (let start = 0; start < entries.length; start += PUT_CHUNK) {
-        const fields = entries.slice(start, start + PUT_CHUNK).flatMap((entry) => [entry.deliveryId, entry.subscriptionId, String(entry.dueAt), String(entry.round), kind(entry)]);
+      for (let start = 0; start < entries.length; start += ENTRIES_PER_SCRIPT) {
+        const fields = entries.slice(start, start + ENTRIES_PER_SCRIPT).flatMap((entry) => [entry.deliveryId, entry.subscriptionId, String(entry.dueAt), String(entry.round), kind(entry)]);
         await client.retryPut(...keys, lanePrefix, owner, ...fields);
       }
     },

@@ -1,5 +1,6 @@
 // The pump's in-flight limits with the embedded schedule: attempts that never end hold only their own
-// subscription's and workspace's slots, and nothing waiting is dropped.
+// subscription's and workspace's slots, and nothing waiting is dropped. And its takes: no take after
+// one that brought fewer than there was room for.
 import { expect } from 'chai';
 import { createPump, type Pump } from '../../src/webhooks/dispatch/pump.js';
 import type { DueAttempt, RetrySchedule } from '../../src/webhooks/dispatch/retry-schedule.js';

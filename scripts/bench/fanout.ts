@@ -116,6 +116,8 @@ export interface FanoutRun extends FanoutSetup {
 export interface FanoutFigures {
   readonly deliveriesPerS: number;
   readonly deliveries: number;
+  /** Every delivery of the run: the burst's and the paced phase's. */
+  readonly total: number;
   /** Append → first attempt received, in ms, of the burst and of the paced phase. */
   readonly burst: { readonly p50: number; readonly p99: number };
   readonly paced: { readonly p50: number; readonly p99: number };
@@ -154,8 +156,9 @@ export const measureFanout = async ({ events, workspaceId, subscriptionIds, rece
     await sleep(10);
   }
   const pacedIds = [...appendedAt.keys()];
-  await receiver.until((burstIds.length + pacedIds.length) * subscriptionIds.length);
-  return { deliveriesPerS, deliveries, burst, paced: await latencies(pacedIds) };
+  const total = (burstIds.length + pacedIds.length) * subscriptionIds.length;
+  await receiver.until(total);
+  return { deliveriesPerS, deliveries, total, burst, paced: await latencies(pacedIds) };
 };
 
 if (process.env[RECEIVER_ROLE] === '1') await receiverProcess();

@@ -4,8 +4,12 @@
 // paced latency from append to the first attempt received). Starts and stops its own Kafka and Redis
 // (scripts/kafka.sh, scripts/redis.sh on private ports) and runs the embedded webhooks benchmark in
 // the same run for comparison. `npm run bench -- kafka [--long]` (--long: 50,000 events).
+// Beside the rates, what a delivery costs the roles, steadier than a rate on a shared machine: the
+// dispatchers' and the relay's CPU (each process's own, from ready to stop) and the commands and
+// bytes Redis received, each per delivery of the run.
 // Run as `tsx scripts/bench/kafka.ts <role>` it is one role process of the benchmark.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { Redis } from 'ioredis';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
@@ -38,7 +42,10 @@ const roleProcess = async (): Promise<void> => {
   const features: Feature[] = roleFeatures(core, []);
   for (const feature of features) await feature.start?.();
   process.stdout.write('ready\n');
+  const ready = process.cpuUsage();
   process.once('SIGTERM', () => {
+    const { user, system } = process.cpuUsage(ready);
+    process.stdout.write(`cpu ${user + system}\n`);
     void (async () => {
       for (const feature of [...features].reverse()) await feature.stop?.();
       await core.log.close();
@@ -47,22 +54,48 @@ const roleProcess = async (): Promise<void> => {
   });
 };
 
-const startRole = (role: string, env: Record<string, string>): Promise<ChildProcess> =>
+interface Role {
+  readonly name: string;
+  readonly child: ChildProcess;
+  /** Its CPU µs from ready to stop, once it said it at SIGTERM. */
+  cpuMicros: number | null;
+}
+
+const startRole = (name: string, env: Record<string, string>): Promise<Role> =>
   new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), role], { cwd: ROOT, env: { ...process.env, ...env, ROLE: role }, stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), name], { cwd: ROOT, env: { ...process.env, ...env, ROLE: name }, stdio: ['ignore', 'pipe', 'inherit'] });
+    const role: Role = { name, child, cpuMicros: null };
     child.stdout?.on('data', (chunk: Buffer) => {
-      if (chunk.toString().includes('ready')) resolve(child);
+      const text = chunk.toString();
+      if (text.includes('ready')) resolve(role);
+      const cpu = /^cpu (\d+)$/m.exec(text);
+      if (cpu !== null) role.cpuMicros = Number(cpu[1]);
     });
-    child.once('exit', (code) => reject(new Error(`${role} exited with ${code}`)));
+    child.once('exit', (code) => reject(new Error(`${name} exited with ${code}`)));
   });
 
-const stopRole = (child: ChildProcess): Promise<void> =>
+const stopRole = ({ child }: Role): Promise<void> =>
   new Promise((resolve) => {
     if (child.exitCode !== null) return resolve();
     child.removeAllListeners('exit');
     child.once('exit', () => resolve());
     child.kill('SIGTERM');
   });
+
+/** Redis' counters of what it received: commands processed and bytes in. */
+const redisReceived = async (): Promise<{ commands: number; bytes: number }> => {
+  const client = new Redis(`redis://127.0.0.1:${REDIS_PORT}`);
+  try {
+    const stats = await client.info('stats');
+    const field = (name: string): number => Number(new RegExp(`^${name}:(\\d+)`, 'm').exec(stats)?.[1] ?? NaN);
+    return { commands: field('total_commands_processed'), bytes: field('total_net_input_bytes') };
+  } finally {
+    client.disconnect();
+  }
+};
+
+/** The role processes' CPU µs of each name, added up. */
+const cpuOf = (roles: readonly Role[], name: string): number => roles.filter((role) => role.name === name).reduce((sum, role) => sum + (role.cpuMicros ?? NaN), 0);
 
 /** The workspace and subscriptions, through the API of a short-lived embedded service (before any event). */
 const setUp = async (dataDir: string, receiver: Arrivals): Promise<FanoutSetup> => {
@@ -77,7 +110,7 @@ const setUp = async (dataDir: string, receiver: Arrivals): Promise<FanoutSetup> 
 const throughKafka = async (events: number) => {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'bench-kafka-'));
   const receiver = await startArrivals();
-  const roles: ChildProcess[] = [];
+  const roles: Role[] = [];
   const setup = await setUp(dataDir, receiver);
   const log = openSqliteLog({ file: path.join(dataDir, 'events.sqlite'), shared: true });
   try {
@@ -91,7 +124,19 @@ const throughKafka = async (events: number) => {
     };
     roles.push(await startRole('relay', env));
     roles.push(...(await Promise.all([startRole('dispatcher', env), startRole('dispatcher', env)])));
-    return await measureFanout({ ...setup, events, receiver, append: (stream, batch) => log.append(stream, batch, 'no_stream') });
+    const before = await redisReceived();
+    const figures = await measureFanout({ ...setup, events, receiver, append: (stream, batch) => log.append(stream, batch, 'no_stream') });
+    const after = await redisReceived();
+    // Stopped here so each says its CPU; the stop in `finally` then finds them gone.
+    await Promise.all(roles.map(stopRole));
+    const perDelivery = (n: number): number => round(n / figures.total);
+    return {
+      ...figures,
+      dispatcherCpuMicros: perDelivery(cpuOf(roles, 'dispatcher')),
+      relayCpuMicros: perDelivery(cpuOf(roles, 'relay')),
+      redisCommands: perDelivery(after.commands - before.commands),
+      redisBytes: perDelivery(after.bytes - before.bytes),
+    };
   } finally {
     for (const role of roles) await stopRole(role);
     await log.close();
@@ -106,6 +151,10 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
   await engine('redis', 'start');
   try {
     const kafka = await throughKafka(events);
+    console.log(
+      `kafka, per delivery (${kafka.total.toLocaleString('en')}): the two dispatchers ${kafka.dispatcherCpuMicros} CPU µs, the relay ${kafka.relayCpuMicros}; ` +
+        `Redis received ${kafka.redisCommands} commands, ${kafka.redisBytes} bytes`,
+    );
     const embedded = await runEmbedded(opts);
     return {
       bench: 'kafka',
@@ -114,6 +163,10 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
       p50_ms: round(kafka.paced.p50),
       paced_deliveries_per_s: PACED_DELIVERIES_PER_S,
       deliveries: kafka.deliveries,
+      dispatcher_cpu_us_per_delivery: kafka.dispatcherCpuMicros,
+      relay_cpu_us_per_delivery: kafka.relayCpuMicros,
+      redis_commands_per_delivery: kafka.redisCommands,
+      redis_bytes_in_per_delivery: kafka.redisBytes,
       embedded_deliveries_per_s: Number(embedded['deliveries_per_s']),
       embedded_p99_ms: Number(embedded['p99_ms']),
     };

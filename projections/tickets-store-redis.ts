@@ -20,6 +20,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { ProjectionReset } from '../src/app/projection-runner.js';
+import { createBoundedCache } from '../src/app/bounded-cache.js';
 import { createRedisClient, redisReady } from '../src/shared/redis.js';
 import { succeedsWithin } from '../src/shared/within.js';
 import { APPLY_BATCH, batchedApplies, bindEpochLua, READ_MODEL_COMMAND_TIMEOUT_MS, readOf, unlinkTagged, type Scripted } from './redis-read-models.js';
@@ -175,17 +176,13 @@ export const createRedisDocumentStore = <D>(
   const tag = `{${options.keyPrefix ?? ''}rm:${projection.name}:v${projection.version}}`;
   const keys = [`${tag}:docs`, `${tag}:meta`, `${tag}:checkpoint`, `${tag}:ref`, `${tag}:scratch`, `${tag}:epoch`] as const;
   const prefix = `${tag}:`;
-  const cache = new Map<string, Known<D>>();
+  const cache = createBoundedCache<Known<D>>(CACHED_DOCUMENTS);
   /** The epoch this process applies in, bound by checkpoint(); null until then and after a reset. */
   let epoch: string | null = null;
 
   const read = readOf(`read model ${projection.name}`);
 
-  const remember = (key: string, at: string, doc: D): void => {
-    cache.delete(key);
-    cache.set(key, { at, doc });
-    if (cache.size > CACHED_DOCUMENTS) cache.delete(cache.keys().next().value as string);
-  };
+  const remember = (key: string, at: string, doc: D): void => cache.set(key, { at, doc });
 
   const reset = (reason: string, cause?: unknown): ProjectionReset => {
     epoch = null;

@@ -9,11 +9,11 @@
 // bytes Redis received, each per delivery of the run.
 // Run as `tsx scripts/bench/kafka.ts <role>` it is one role process of the benchmark.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { Redis } from 'ioredis';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
 import type { Core, Feature } from '../../src/app/core.js';
 import { backgroundCore } from '../../src/app/log-core.js';
 import { openRoleLog } from '../../src/bus/role-log.js';

@@ -6,7 +6,7 @@ import { expect } from 'chai';
 import { performance } from 'node:perf_hooks';
 import { createRedisDeletionListener, createRedisDeletionNotices, type DeletionListener, type DeletionNotices } from '../../src/webhooks/dispatch/deletion-notices.js';
 import { createRedisClient, redisReady } from '../../src/shared/redis.js';
-import { redisServerInstalled, startPrivateRedis } from '../support/redis-server.js';
+import { redisServerInstalled, startPrivateRedis, type PrivateRedis } from '../support/redis-server.js';
 
 const redisUrl = process.env['REDIS_URL'];
 /** Longer than mocha's timeout: a test that resolves did not wait for it. */
@@ -138,18 +138,31 @@ const NEVER_MS = 60_000;
     }
   });
 
-  (redisServerInstalled() ? it : it.skip)('still waits for a dispatcher it heard before an outage longer than it counts one alive, right after Redis is back', async function () {
-    this.timeout(30_000);
+  /**
+   * A dispatcher and an API server on a private Redis the test may stop and start, the dispatcher
+   * heard once (a first DELETE told it); what it was told is in `told`.
+   */
+  const onPrivateRedis = async (api: { waitMs: number; aliveMs?: number }, body: (redis: PrivateRedis, notices: DeletionNotices, told: string[]) => Promise<void>) => {
     const redis = await startPrivateRedis();
     try {
       const told: string[] = [];
       const onPrivate = { url: redis.url, channelPrefix };
       const dispatcher = createRedisDeletionListener(onPrivate);
-      // Counted alive 200 ms after it was heard: the outage below is five times that.
-      const api = createRedisDeletionNotices({ ...onPrivate, waitMs: 1_500, aliveMs: 200 });
-      opened.push(dispatcher, api);
+      const notices = createRedisDeletionNotices({ ...onPrivate, ...api });
+      opened.push(dispatcher, notices);
       await dispatcher.listen((id) => told.push(id));
-      await api.tell('before');
+      await notices.tell('before');
+      expect(told).to.deep.equal(['before']);
+      await body(redis, notices, told);
+    } finally {
+      await redis.stop();
+    }
+  };
+
+  (redisServerInstalled() ? it : it.skip)('still waits for a dispatcher it heard before an outage longer than it counts one alive, right after Redis is back', async function () {
+    this.timeout(30_000);
+    // Counted alive 200 ms after it was heard: the outage below is five times that.
+    await onPrivateRedis({ waitMs: 1_500, aliveMs: 200 }, async (redis, api, told) => {
       await redis.stop();
       await new Promise((resolve) => setTimeout(resolve, 1_000));
       await redis.start();
@@ -159,23 +172,12 @@ const NEVER_MS = 60_000;
       await api.tell('after');
       const waited = performance.now() - started;
       expect(told.includes('after') || waited >= 1_400, `answered after ${Math.round(waited)} ms, the dispatcher told: ${told.includes('after')}`).to.equal(true);
-    } finally {
-      await redis.stop();
-    }
+    });
   });
 
   (redisServerInstalled() ? it : it.skip)('waits out its bound while Redis is away after start, and waits for the dispatchers again once it is back', async function () {
     this.timeout(30_000);
-    const redis = await startPrivateRedis();
-    try {
-      const told: string[] = [];
-      const onPrivate = { url: redis.url, channelPrefix };
-      const dispatcher = createRedisDeletionListener(onPrivate);
-      const api = createRedisDeletionNotices({ ...onPrivate, waitMs: 1_000 });
-      opened.push(dispatcher, api);
-      await dispatcher.listen((id) => told.push(id));
-      await api.tell('before');
-      expect(told).to.deep.equal(['before']);
+    await onPrivateRedis({ waitMs: 1_000 }, async (redis, api, told) => {
       await redis.stop();
       // PUBLISH fails at once: a dispatcher known alive gets the bound to meet the deletion in the log.
       const started = performance.now();
@@ -189,8 +191,6 @@ const NEVER_MS = 60_000;
       }
       expect(told).to.not.include('during');
       expect(told.filter((id) => id === 'after')).to.have.length(1);
-    } finally {
-      await redis.stop();
-    }
+    });
   });
 });

@@ -73,6 +73,19 @@ const deliveryRecords = (count: number): ProjectedEvent[] => {
     .map((steps, i) => ({ id: `e${i}`, position: i + 1, revision: i, stream: deliveryStream('s1'), workspaceId: 'ws', ...packSteps(steps) }));
 };
 
+type Index = ReturnType<typeof openRedisDeliveryIndex>;
+
+/** Hands `seen` each reply of one of the index's scripts on its client. */
+const onScript = (index: Index, script: 'historyRead' | 'historyApply', seen: (reply: unknown) => void): void => {
+  const client = index.client as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
+  const call = (client[script] as (...args: unknown[]) => Promise<unknown>).bind(index.client);
+  client[script] = async (...args: unknown[]) => {
+    const reply = await call(...args);
+    seen(reply);
+    return reply;
+  };
+};
+
 (redisUrl === undefined ? describe.skip : describe)('delivery history index in Redis (int)', () => {
   let space: ReturnType<typeof namespace>;
   beforeEach(() => {
@@ -100,13 +113,7 @@ const deliveryRecords = (count: number): ProjectedEvent[] => {
     await Promise.all(events.map((event) => a.apply(event)));
     // What b's reads bring back: the status and the two checkpoints, then one JSON (or null) per delivery asked.
     const replies: number[] = [];
-    const client = b.client as unknown as Record<string, (...args: unknown[]) => Promise<unknown[]>>;
-    const read = (client['historyRead'] as (...args: unknown[]) => Promise<unknown[]>).bind(b.client);
-    client['historyRead'] = async (...args: unknown[]) => {
-      const reply = await read(...args);
-      replies.push(reply.length);
-      return reply;
-    };
+    onScript(b, 'historyRead', (reply) => replies.push((reply as unknown[]).length));
     await Promise.all(events.map((event) => b.apply(event)));
     expect(replies.length, 'reads by the second writer').to.be.greaterThan(0);
     expect(replies, 'deliveries read back').to.satisfy((lengths: number[]) => lengths.every((n) => n === 3));
@@ -115,29 +122,21 @@ const deliveryRecords = (count: number): ProjectedEvent[] => {
   });
 
   /** Counts the applies a writer sends (each carries its batch's deliveries), refused ('moved') or not. */
-  const countApplies = (index: Awaited<ReturnType<typeof space.open>>) => {
+  const countApplies = (index: Index) => {
     const sent = { applies: 0, moved: 0 };
-    const client = index.client as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
-    const apply = (client['historyApply'] as (...args: unknown[]) => Promise<unknown>).bind(index.client);
-    client['historyApply'] = async (...args: unknown[]) => {
+    onScript(index, 'historyApply', (outcome) => {
       sent.applies += 1;
-      const outcome = await apply(...args);
       if (outcome === 'moved') sent.moved += 1;
-      return outcome;
-    };
+    });
     return sent;
   };
 
   /** Counts the looks a writer deferred (answered 'defer': another writer applied within the last second). */
-  const countDefers = (index: Awaited<ReturnType<typeof space.open>>) => {
+  const countDefers = (index: Index) => {
     const deferred = { looks: 0 };
-    const client = index.client as unknown as Record<string, (...args: unknown[]) => Promise<unknown[]>>;
-    const read = (client['historyRead'] as (...args: unknown[]) => Promise<unknown[]>).bind(index.client);
-    client['historyRead'] = async (...args: unknown[]) => {
-      const reply = await read(...args);
-      if (reply[0] === 'defer') deferred.looks += 1;
-      return reply;
-    };
+    onScript(index, 'historyRead', (reply) => {
+      if ((reply as unknown[])[0] === 'defer') deferred.looks += 1;
+    });
     return deferred;
   };
 

@@ -82,13 +82,21 @@ const stopRole = ({ child }: Role): Promise<void> =>
     child.kill('SIGTERM');
   });
 
-/** Redis' counters of what it received: commands processed and bytes in. */
-const redisReceived = async (): Promise<{ commands: number; bytes: number }> => {
+interface RedisReceived {
+  readonly commands: number;
+  readonly bytes: number;
+  /** Calls of each command, those that scripts make included. */
+  readonly calls: ReadonlyMap<string, number>;
+}
+
+/** Redis' counters of what it received: commands processed, bytes in, and calls of each command. */
+const redisReceived = async (): Promise<RedisReceived> => {
   const client = new Redis(`redis://127.0.0.1:${REDIS_PORT}`);
   try {
     const stats = await client.info('stats');
     const field = (name: string): number => Number(new RegExp(`^${name}:(\\d+)`, 'm').exec(stats)?.[1] ?? NaN);
-    return { commands: field('total_commands_processed'), bytes: field('total_net_input_bytes') };
+    const calls = new Map([...(await client.info('commandstats')).matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)].map((m) => [String(m[1]), Number(m[2])]));
+    return { commands: field('total_commands_processed'), bytes: field('total_net_input_bytes'), calls };
   } finally {
     client.disconnect();
   }
@@ -136,6 +144,13 @@ const throughKafka = async (events: number) => {
       relayCpuMicros: perDelivery(cpuOf(roles, 'relay')),
       redisCommands: perDelivery(after.commands - before.commands),
       redisBytes: perDelivery(after.bytes - before.bytes),
+      // The five commands called most, a delivery's share of each.
+      redisTop: [...after.calls]
+        .map(([name, calls]) => [name, calls - (before.calls.get(name) ?? 0)] as const)
+        .sort((a, b) => b[1] - a[1])
+        .slice(0, 5)
+        .map(([name, calls]) => `${name} ${perDelivery(calls)}`)
+        .join(', '),
     };
   } finally {
     for (const role of roles) await stopRole(role);
@@ -153,7 +168,7 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
     const kafka = await throughKafka(events);
     console.log(
       `kafka, per delivery (${kafka.total.toLocaleString('en')}): the two dispatchers ${kafka.dispatcherCpuMicros} CPU µs, the relay ${kafka.relayCpuMicros}; ` +
-        `Redis received ${kafka.redisCommands} commands, ${kafka.redisBytes} bytes`,
+        `Redis received ${kafka.redisCommands} commands (${kafka.redisTop}), ${kafka.redisBytes} bytes`,
     );
     const embedded = await runEmbedded(opts);
     return {

@@ -102,26 +102,32 @@ for i = 7, #ARGV, 11 do
     redis.call('SADD', base .. ':st:' .. status, id)
     if attempted == '1' then redis.call('SADD', base .. ':attempted', id) end
   end
-  local all, bystatus, bytype, both = sets(sub, status, etype)
-  if was ~= '' and was ~= status then
-    local _, oldstatus, _, oldboth = sets(sub, was, etype)
-    redis.call('ZREM', oldstatus, id)
-    redis.call('ZREM', oldboth, id)
+  -- A delivery's subscription, event type, creation time and workspace never change: a stored one
+  -- moves only between the sets of its status, and only when its status changed.
+  if was ~= status then
+    local all, bystatus, bytype, both = sets(sub, status, etype)
+    if was == '' then
+      redis.call('ZADD', all, created, id)
+      redis.call('ZADD', bytype, created, id)
+      redis.call('HSET', ws, id, workspace)
+    else
+      local _, oldstatus, _, oldboth = sets(sub, was, etype)
+      redis.call('ZREM', oldstatus, id)
+      redis.call('ZREM', oldboth, id)
+    end
+    redis.call('ZADD', bystatus, created, id)
+    redis.call('ZADD', both, created, id)
+    if status == 'waiting' then
+      redis.call('SADD', waiting, id)
+      if was ~= '' then redis.call('ZREM', settled, id) end
+    else
+      if was == 'waiting' then redis.call('SREM', waiting, id) end
+      redis.call('ZADD', settled, created, id)
+    end
   end
-  redis.call('ZADD', all, created, id)
-  redis.call('ZADD', bystatus, created, id)
-  redis.call('ZADD', bytype, created, id)
-  redis.call('ZADD', both, created, id)
   redis.call('HSET', docs, id, json)
-  redis.call('HSET', ws, id, workspace)
-  if status == 'waiting' then
-    redis.call('SADD', waiting, id)
-    redis.call('ZREM', settled, id)
-  else
-    redis.call('SREM', waiting, id)
-    redis.call('ZADD', settled, created, id)
-  end
-  if tonumber(epos) > tonumber(fanned) then redis.call('ZADD', ahead, epos, id) end
+  -- The fan-out checkpoint only rises: a stored delivery past it was put in 'ahead' when it was new.
+  if was == '' and tonumber(epos) > tonumber(fanned) then redis.call('ZADD', ahead, epos, id) end
 end
 redis.call('ZREMRANGEBYSCORE', ahead, '-inf', fanned)
 redis.call('HSET', meta, 'position', ARGV[4], 'fanned', fanned, 'writer', ARGV[6], 'wrote', nowMs())

@@ -10,6 +10,7 @@ import type { DeliveryIndex } from '../../projections/deliveries-index.js';
 import { openRedisDeliveryIndex } from '../../projections/deliveries-index-redis.js';
 import { StoreUnavailable, type ProjectedEvent } from '../../projections/tickets-store.js';
 import { redisServerInstalled, startPrivateRedis } from '../support/redis-server.js';
+import { eventually } from '../support/webhooks-dispatch.js';
 import { deliveryIndexContract } from './delivery-index.contract.js';
 
 const redisUrl = process.env['REDIS_URL'];
@@ -36,6 +37,7 @@ const namespace = (url: string) => {
     }
   };
   return {
+    keyPrefix,
     open,
     lose,
     async teardown() {
@@ -193,6 +195,59 @@ const onScript = (index: Index, script: 'historyRead' | 'historyApply', seen: (r
     expect(await index.checkpoint()).to.deep.equal({ position: 0, fannedOutThrough: 0 });
     for (const event of events) await index.apply(event);
     expect((await index.page({ subscriptionId: 's1', limit: 10 })).items.map((d) => d.id)).to.deep.equal(['d002', 'd001', 'd000']);
+  });
+
+  /** The writes the index's scripts make while `run` runs, as MONITOR reports them: command and key, the namespace cut off. */
+  const scriptWrites = async (run: () => Promise<void> | void): Promise<string[]> => {
+    const monitor = await new Redis(redisUrl as string).monitor();
+    const admin = new Redis(redisUrl as string);
+    const seen: string[][] = [];
+    monitor.on('monitor', (_time: string, args: string[], source: string) => {
+      if (source === 'lua' || args[0] === 'get') seen.push(args);
+    });
+    try {
+      await run();
+      // MONITOR reports behind the commands: once it reported a read sent after them, it reported them all.
+      const marker = `${space.keyPrefix}marker`;
+      await admin.get(marker);
+      await eventually('the marker in the monitor', () => seen.some((args) => args[1] === marker));
+    } finally {
+      monitor.disconnect();
+      admin.disconnect();
+    }
+    const tag = `{${space.keyPrefix}dh:v`;
+    return seen
+      .filter(([command, key]) => /^(zadd|zrem|sadd|srem|hset|hdel)$/i.test(command ?? '') && key?.startsWith(tag))
+      .map(([command, key]) => `${command?.toUpperCase()} ${key?.slice(key.indexOf('}:') + 2)}`);
+  };
+
+  it('moves a stored delivery only between the sets of its status, and only when its status changed', async () => {
+    const index = await space.open();
+    const [scheduled, delivered] = deliveryRecords(1) as [ProjectedEvent, ProjectedEvent];
+    expect(await scriptWrites(() => index.apply(scheduled)), 'a new delivery: in every set of its own').to.have.members([
+      'ZADD s:s1',
+      'ZADD s:s1:t:ticket.created',
+      'HSET ws',
+      'ZADD s:s1:st:waiting',
+      'ZADD s:s1:st:waiting:t:ticket.created',
+      'SADD waiting',
+      'HSET docs',
+      'ZADD ahead',
+      'HSET meta',
+    ]);
+    // Its subscription, event type, creation time and workspace are as they were: only its status moved.
+    expect(await scriptWrites(() => index.apply(delivered)), 'the delivered attempt').to.have.members([
+      'ZREM s:s1:st:waiting',
+      'ZREM s:s1:st:waiting:t:ticket.created',
+      'ZADD s:s1:st:delivered',
+      'ZADD s:s1:st:delivered:t:ticket.created',
+      'SREM waiting',
+      'ZADD settled',
+      'HSET docs',
+      'HSET meta',
+    ]);
+    expect((await index.page({ subscriptionId: 's1', status: 'delivered', eventType: 'ticket.created', limit: 10 })).items.map((d) => d.id)).to.deep.equal(['d000']);
+    expect((await index.page({ subscriptionId: 's1', status: 'waiting', limit: 10 })).items).to.deep.equal([]);
   });
 
   it('answers StoreUnavailable while Redis does not answer, and pages again once it does', async function () {

@@ -1,7 +1,7 @@
 // The delivery history of the distributed mode, shared in Redis, end to end with real processes: the
 // relay, an API server and two dispatchers over one SQLite log, the real Kafka of the test run and a
 // private Redis this file stops and restarts without persistence. The API server pages from the index
-// the dispatchers keep; a restarting dispatcher takes over what waits from it, not from the history;
+// the dispatchers keep, each in a thread of its own; a restarting dispatcher takes over what waits from it, not from the history;
 // a Redis that lost everything gets the index rebuilt from the log and the schedule re-seeded; a Redis
 // that does not answer is a 503. Pending unless REDIS_URL and KAFKA_BROKERS are set (npm test). The
 // tests run in order on one cluster.
@@ -14,6 +14,7 @@ import { privateCluster, privateClusterPossible, type PrivateCluster, type Proce
 import { startReceiver, type Receiver, type ReceivedRequest } from '../support/receiver.js';
 import type { PrivateRedis } from '../support/redis-server.js';
 import { call } from '../support/server.js';
+import { nicesOf, threadsOf } from '../support/threads.js';
 import { eventually, header } from '../support/webhooks-dispatch.js';
 
 const ADMIN = 'delivery-history-admin-token';
@@ -160,6 +161,16 @@ describe('delivery history shared in Redis by the distributed roles (e2e)', func
     const delivered = await get(`/api/v1/webhooks/${historySub}/deliveries?status=failed`);
     expect(delivered.body).to.include({ next_cursor: null });
     expect(delivered.body.items).to.deep.equal([]);
+  });
+
+  it('keeps the index in a thread of its own in each dispatcher, ten below the thread that sends', function () {
+    if (process.platform !== 'linux') this.skip();
+    for (const dispatcher of dispatchers) {
+      const pid = dispatcher.child.pid as number;
+      const threads = threadsOf(pid);
+      expect(threads.find((t) => t.tid === pid)?.nice, 'the main thread, which sends').to.equal(0);
+      expect(nicesOf(threads, 'delivery-index')).to.deep.equal([10]);
+    }
   });
 
   it('restarts a dispatcher from the waiting deliveries of the index, reading none of the settled history, and their retries go out', async () => {

@@ -69,7 +69,7 @@ describe('dispatcher restarted from the Redis history index: an event handed ove
   });
 
   /** A dispatcher as the Kafka source starts one: from what the index says is waiting. */
-  const startDispatcher = async (schedule?: SharedRetrySchedule, subscriptions = directory, records = recordsForKafka(log, index, indexer)): Promise<Dispatcher> => {
+  const startDispatcher = async (schedule?: SharedRetrySchedule, subscriptions = directory, records = recordsForKafka(log, index, () => indexer.pending())): Promise<Dispatcher> => {
     const deps = { ...recordingDeps(log, subscriptions, sent), records };
     const dispatcher = createDispatcher(schedule === undefined ? deps : { ...deps, schedule: { shared: schedule } });
     dispatchers.push(dispatcher);
@@ -109,7 +109,7 @@ describe('dispatcher restarted from the Redis history index: an event handed ove
     const ids = ['a', 'b', 'c'].map((c) => c.repeat(32));
     const three = await subscriptionsOf(log, WORKSPACE, ids);
     const event = await publicEvent();
-    const records = recordsForKafka(log, index, indexer);
+    const records = recordsForKafka(log, index, () => indexer.pending());
     const asked: number[] = [];
     const counted = { ...records, recorded: (keys: readonly DeliveryKey[]) => (asked.push(keys.length), index.has(keys)) };
     // The first dispatcher's directory had not applied the third subscription yet.
@@ -151,7 +151,7 @@ describe('dispatcher restarted from the Redis history index: an event handed ove
     const survivor = await startDispatcher(shared);
     const killed = createDispatcher({
       ...recordingDeps(log, directory, sent),
-      records: recordsForKafka(log, index, indexer),
+      records: recordsForKafka(log, index, () => indexer.pending()),
       schedule: { shared: { ...shared, put: () => Promise.reject(new Error('killed before its put')) } },
     });
     dispatchers.push(killed);

@@ -4,35 +4,11 @@
 // index ten below the main thread. Each has a name of its own in /proc (what `ps -L` and `top -H` show).
 // An API server (ROLE=api) lowers its main thread only when API_THREAD_NICE says so.
 import { expect } from 'chai';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { createProcessGroup, type ProcessGroup } from '../support/processes.js';
-
-interface Thread {
-  readonly tid: number;
-  readonly name: string;
-  readonly nice: number;
-}
-
-/** The process's threads as the kernel has them (`stat`'s 19th field is the nice value). */
-const threadsOf = (pid: number): Thread[] =>
-  readdirSync(`/proc/${pid}/task`).flatMap((entry) => {
-    try {
-      const stat = readFileSync(`/proc/${pid}/task/${entry}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      return [{ tid: Number(entry), name: readFileSync(`/proc/${pid}/task/${entry}/comm`, 'utf8').trim(), nice: Number(fields[16]) }];
-    } catch {
-      return []; // a thread that ended meanwhile
-    }
-  });
-
-/** The nice values of the threads named `name`: a thread starts with its creator's name and nice value, so those it started share them. */
-const nicesOf = (threads: readonly Thread[], name: string): number[] => {
-  const found = threads.filter((t) => t.name === name);
-  expect(found, `a thread named ${name} in ${JSON.stringify(threads)}`).to.not.be.empty;
-  return [...new Set(found.map((t) => t.nice))];
-};
+import { nicesOf, threadsOf } from '../support/threads.js';
 
 describe('thread priorities of the embedded service (e2e)', function () {
   this.timeout(60_000);

@@ -1,29 +1,41 @@
-// The embedded delivery-history index kept in a worker thread of the delivery thread: reading the
-// delivery records back from the log and writing them into the index file costs about as much as
-// sending the attempts, and none of it is on the way from a commit to its first attempt. The two
-// threads live and die together: the index thread ends with its parent, and the parent treats the
-// index thread's death as its own (the main thread starts both again). The parent reads the index on
-// a connection of its own; `appliedThrough` tells it when what it needs is committed.
+// The delivery-history index kept in a worker thread of the thread that sends the attempts (the
+// embedded delivery thread, or a distributed dispatcher's main thread): reading the delivery records
+// back from the log and writing them into the index costs about as much as sending the attempts, and
+// none of it is on the way from a commit to its first attempt. The two threads live and die together:
+// the index thread ends with its parent, and the parent treats the index thread's death as its own.
+// The parent reads the index on a connection of its own; `appliedThrough` tells it when what it needs
+// is committed, `pending` reads what a restart takes over once the index has caught up with the log.
 import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { PendingDeliveries } from '../../../projections/deliveries-index.js';
 import type { Config } from '../../config/config.js';
 import { startWorker } from '../../shared/worker.js';
 
-/** Delivery thread → index thread. */
+/** What a restart takes over, and how many delivery records the thread applied since it started to get there. */
+export interface TakenOver {
+  readonly pending: PendingDeliveries;
+  readonly applied: number;
+}
+
+/** Parent (the thread that sends) → index thread. */
 export type ToIndexer =
   | { readonly kind: 'sync'; readonly id: number; readonly position: number }
+  | { readonly kind: 'pending'; readonly id: number }
   | { readonly kind: 'forget'; readonly id: number; readonly subscriptionId: string }
   | { readonly kind: 'heap'; readonly id: number }
   | { readonly kind: 'stop' };
-/** Index thread → delivery thread; every answer carries the thread's heap in use. */
+/** Index thread → parent; every answer carries the thread's heap in use. */
 export type FromIndexer =
   | { readonly kind: 'ready' }
-  | { readonly kind: 'done'; readonly id: number; readonly heapUsedBytes: number }
+  | { readonly kind: 'done'; readonly id: number; readonly heapUsedBytes: number; readonly taken?: TakenOver }
   | { readonly kind: 'failed'; readonly id: number; readonly message: string };
+type Done = Extract<FromIndexer, { kind: 'done' }>;
 
 export interface HistoryIndexThread {
   /** Resolves once the index has applied and committed every event of the log up to `position`. */
   appliedThrough(position: number): Promise<void>;
+  /** What waits, read once the index has applied everything the log has now (rebuilt first if it lost its data). */
+  pending(): Promise<TakenOver>;
   /** Drops a deleted subscription's history; resolves once that is committed. */
   forget(subscriptionId: string): Promise<void>;
   /** The thread's heap in use. */
@@ -42,7 +54,7 @@ const ENTRY = new URL(`./index-thread-entry${extname(fileURLToPath(import.meta.u
 export const startHistoryIndexThread = (config: Config, died: (error: Error) => void): Promise<HistoryIndexThread> =>
   new Promise((resolve, reject) => {
     const worker = startWorker(ENTRY, { workerData: { config }, name: 'webhook-history-index' });
-    const waiting = new Map<number, { readonly done: (heapUsedBytes: number) => void; readonly fail: (error: Error) => void }>();
+    const waiting = new Map<number, { readonly done: (answer: Done) => void; readonly fail: (error: Error) => void }>();
     let requests = 0;
     let ready = false;
     let stopping = false;
@@ -50,7 +62,7 @@ export const startHistoryIndexThread = (config: Config, died: (error: Error) => 
     let exited: () => void = () => undefined;
     const gone = new Promise<void>((done) => (exited = done));
 
-    const ask = (message: (id: number) => ToIndexer): Promise<number> =>
+    const ask = (message: (id: number) => ToIndexer): Promise<Done> =>
       new Promise((done, fail) => {
         if (failure !== null) return fail(failure);
         const id = ++requests;
@@ -65,7 +77,7 @@ export const startHistoryIndexThread = (config: Config, died: (error: Error) => 
       }
       const request = waiting.get(message.id);
       waiting.delete(message.id);
-      if (message.kind === 'done') request?.done(message.heapUsedBytes);
+      if (message.kind === 'done') request?.done(message);
       else request?.fail(new Error(`delivery history index: ${message.message}`));
     });
     worker.on('error', (error) => {
@@ -82,8 +94,13 @@ export const startHistoryIndexThread = (config: Config, died: (error: Error) => 
 
     const thread: HistoryIndexThread = {
       appliedThrough: async (position) => void (await ask((id) => ({ kind: 'sync', id, position }))),
+      async pending() {
+        const { taken } = await ask((id) => ({ kind: 'pending', id }));
+        if (taken === undefined) throw new Error('delivery history index: the thread answered without the deliveries it takes over');
+        return taken;
+      },
       forget: async (subscriptionId) => void (await ask((id) => ({ kind: 'forget', id, subscriptionId }))),
-      heapUsedBytes: () => ask((id) => ({ kind: 'heap', id })),
+      heapUsedBytes: async () => (await ask((id) => ({ kind: 'heap', id }))).heapUsedBytes,
       async kill() {
         await worker.terminate();
       },

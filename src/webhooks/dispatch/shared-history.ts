@@ -1,15 +1,18 @@
 // The dispatchers' side of the delivery history shared in Redis (the distributed mode with REDIS_URL):
 // every dispatcher keeps the one index current from the log (idempotently: its applies are a
-// compare-and-set on the index's checkpoint, projections/deliveries-index-redis.ts), restarts from the
-// deliveries it says are waiting, re-seeds a lost retry schedule from them, and reads a delivery it
-// does not hold from it plus the records after its position. The API servers only read it
-// (src/webhooks/dispatch/history.ts).
+// compare-and-set on the index's checkpoint, projections/deliveries-index-redis.ts), in a worker
+// thread of its own (src/webhooks/dispatch/index-thread.ts), so that reading the records back and
+// writing them to Redis never holds up the sends on the main thread. The main thread restarts from the
+// deliveries the index says are waiting, re-seeds a lost retry schedule from them, and reads a delivery
+// it does not hold from it plus the records after its position, on a connection of its own. The API
+// servers only read it (src/webhooks/dispatch/history.ts).
 import type { Core, Feature } from '../../app/core.js';
 import type { EventLog } from '../../log/event-log.js';
-import type { DeliveryIndex } from '../../../projections/deliveries-index.js';
+import type { DeliveryHistoryReader, DeliveryIndex, PendingDeliveries } from '../../../projections/deliveries-index.js';
 import { openRedisDeliveryIndex } from '../../../projections/deliveries-index-redis.js';
 import type { DeliveryRecords } from './dispatcher.js';
-import { createHistoryIndexer, recordsFromIndex, type HistoryIndexer } from './history-index.js';
+import { recordsFromIndex } from './history-index.js';
+import { startHistoryIndexThread, type HistoryIndexThread } from './index-thread.js';
 import type { DeliveryHistory } from './restore.js';
 
 export interface SharedHistory {
@@ -21,41 +24,37 @@ export interface SharedHistory {
 }
 
 /** The index's reads for a dispatcher fed by Kafka: an event handed over again finds its deliveries in the index. */
-export const recordsForKafka = (log: EventLog, index: DeliveryIndex, indexer: HistoryIndexer): DeliveryRecords => ({
-  ...recordsFromIndex(log, index, () => indexer.pending()),
+export const recordsForKafka = (log: EventLog, index: DeliveryHistoryReader & Pick<DeliveryIndex, 'has'>, pending: () => Promise<PendingDeliveries>): DeliveryRecords => ({
+  ...recordsFromIndex(log, index, pending),
   recorded: (keys) => index.has(keys),
 });
 
 export const sharedHistory = (core: Core, url: string): SharedHistory => {
   const index = openRedisDeliveryIndex({ url });
-  /** Delivery records applied by this process: what a restart read of the history (logged, and checked by the e2e test). */
-  let applied = 0;
-  const counted: DeliveryIndex = {
-    ...index,
-    apply(event) {
-      applied += 1;
-      return index.apply(event);
-    },
+  let thread: HistoryIndexThread | null = null;
+  const indexThread = (): HistoryIndexThread => {
+    if (thread === null) throw new Error('delivery history: its index thread is not started');
+    return thread;
   };
-  const indexer = createHistoryIndexer(core.log, counted, { retentionMs: core.config.webhooks.historyRetentionMs, clock: core.clock });
-  // After an outage the index may be gone (a Redis without persistence): its checkpoint is read again.
-  let connected = false;
-  index.client.on('ready', () => {
-    if (connected) indexer.runner.resume('Redis reconnected: reading the checkpoint again');
-    connected = true;
-  });
   return {
     feature: {
       name: 'delivery-history',
-      start: indexer.start,
+      async start() {
+        thread = await startHistoryIndexThread(core.config, (error) => {
+          // Crash-only, as the embedded delivery thread does: its partitions go to the other dispatchers.
+          console.error('dispatcher: its delivery history index thread died, ending the process:', error);
+          process.exit(1);
+        });
+      },
       async stop() {
-        await indexer.stop();
+        await thread?.stop();
+        thread = null;
         await index.close();
       },
     },
-    records: recordsForKafka(core.log, index, indexer),
+    records: recordsForKafka(core.log, index, async () => (await indexThread().pending()).pending),
     async restore() {
-      const pending = await indexer.pending();
+      const { pending, applied } = await indexThread().pending();
       console.log(`delivery history: ${pending.deliveries.length} deliveries taken over from the index, ${applied} delivery records read since start to catch up with the log`);
       return pending;
     },

@@ -167,7 +167,10 @@ export const startService = async (config: Config, options: ServiceOptions = {})
     idempotency: { log, handle, seal: secretBoxOf({ secretKey: config.webhooks.secretKey, dataDir: config.dataDir }, config.webhooks.previousSecretKeys), newId: randomId, nowMs: () => Math.floor(clock() / 1000), requestTimeoutMs: config.http.requestTimeoutMs, leaseMs: config.idempotencyLeaseMs },
     modules: withApiDocument([
       adminRoutes({ workspaces, planNames: Object.keys(config.plans), defaultPlan: config.defaultPlan, settled: directoryRunner.waitFor }),
-      metricsRoutes(thread === null ? [] : [{ thread: thread.check.name, usedBytes: thread.heapUsedBytes }], engine === undefined ? undefined : { source: engine, clock }),
+      metricsRoutes(
+        [...(thread === null ? [] : [{ thread: thread.check.name, usedBytes: thread.heapUsedBytes }]), ...features.flatMap((f) => f.workers ?? [])],
+        engine === undefined ? undefined : { source: engine, clock },
+      ),
       ...(engine === undefined ? [] : [backlogRoutes(engine, clock)]),
       ...features.flatMap((f) => (f.routes === undefined ? [] : [f.routes])),
     ]),

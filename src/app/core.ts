@@ -10,6 +10,7 @@ import type { IdSource } from '../shared/ids.js';
 import type { Notifier } from '../updates/notifier.js';
 import type { EngineStatusSource } from '../webhooks/dispatch/backlog.js';
 import type { RouteModule } from '../http/app.js';
+import type { WorkerHeap } from '../metrics/routes.js';
 import type { CommandHandler } from './command-handler.js';
 import type { WorkspaceCommands } from './workspaces.js';
 
@@ -43,6 +44,8 @@ export interface Feature {
   stop?(): Promise<void>;
   /** The webhook delivery engine's backlog and punctuality, on the feature that runs it (or its thread). */
   readonly deliveryEngine?: EngineStatusSource;
+  /** Worker threads the feature runs, for the metrics route's heap gauge. */
+  readonly workers?: readonly WorkerHeap[];
 }
 
 export type FeatureFactory = (core: Core) => Feature;

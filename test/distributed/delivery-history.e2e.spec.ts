@@ -163,13 +163,16 @@ describe('delivery history shared in Redis by the distributed roles (e2e)', func
     expect(delivered.body.items).to.deep.equal([]);
   });
 
-  it('keeps the index in a thread of its own in each dispatcher, ten below the thread that sends', function () {
+  it('keeps the index in a thread of its own in each dispatcher, ten below the thread that sends, its heap in the metrics', async function () {
     if (process.platform !== 'linux') this.skip();
     for (const dispatcher of dispatchers) {
       const pid = dispatcher.child.pid as number;
       const threads = threadsOf(pid);
       expect(threads.find((t) => t.tid === pid)?.nice, 'the main thread, which sends').to.equal(0);
       expect(nicesOf(threads, 'delivery-index')).to.deep.equal([10]);
+      // The process's heap figures leave the thread's out.
+      const metrics = await fetch(`${dispatcher.url}/admin/v1/metrics`, { headers: { authorization: `Bearer ${ADMIN}` } });
+      expect(await metrics.text()).to.match(/^nodejs_worker_heap_size_used_bytes\{thread="webhook-history-index"\} [1-9]\d*$/m);
     }
   });
 

@@ -6,6 +6,7 @@
 // deliveries the index says are waiting, re-seeds a lost retry schedule from them, and reads a delivery
 // it does not hold from it plus the records after its position, on a connection of its own. The API
 // servers only read it (src/webhooks/dispatch/history.ts).
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Core, Feature } from '../../app/core.js';
 import type { EventLog } from '../../log/event-log.js';
 import type { DeliveryHistoryReader, DeliveryIndex, PendingDeliveries } from '../../../projections/deliveries-index.js';
@@ -29,6 +30,9 @@ export const recordsForKafka = (log: EventLog, index: DeliveryHistoryReader & Pi
   recorded: (keys) => index.has(keys),
 });
 
+/** How long a metrics scrape waits for the index thread's heap: it runs at a lower priority and may lag on purpose. */
+const HEAP_ANSWER_MS = 1_000;
+
 export const sharedHistory = (core: Core, url: string): SharedHistory => {
   const index = openRedisDeliveryIndex({ url });
   let thread: HistoryIndexThread | null = null;
@@ -39,6 +43,13 @@ export const sharedHistory = (core: Core, url: string): SharedHistory => {
   return {
     feature: {
       name: 'delivery-history',
+      workers: [
+        {
+          thread: 'webhook-history-index',
+          usedBytes: async () =>
+            thread === null ? null : Promise.race([thread.heapUsedBytes(), sleep(HEAP_ANSWER_MS, null, { ref: false })]).catch(() => null),
+        },
+      ],
       async start() {
         thread = await startHistoryIndexThread(core.config, (error) => {
           // Crash-only, as the embedded delivery thread does: its partitions go to the other dispatchers.

@@ -1,9 +1,9 @@
 // The delivery history of the distributed mode, shared in Redis, end to end with real processes: the
 // relay, an API server and two dispatchers over one SQLite log, the real Kafka of the test run and a
 // private Redis this file stops and restarts without persistence. The API server pages from the index
-// the dispatchers keep, each in a thread of its own; a restarting dispatcher takes over what waits from it, not from the history;
-// a Redis that lost everything gets the index rebuilt from the log and the schedule re-seeded; a Redis
-// that does not answer is a 503. Pending unless REDIS_URL and KAFKA_BROKERS are set (npm test). The
+// the dispatchers keep, each in a thread of its own; a restarting dispatcher takes over what waits
+// from it, not from the history; a Redis that lost everything gets the index rebuilt from the log and
+// the schedule re-seeded; a Redis that does not answer is a 503. Pending unless REDIS_URL and KAFKA_BROKERS are set (npm test). The
 // tests run in order on one cluster.
 import { expect } from 'chai';
 import { Redis } from 'ioredis';

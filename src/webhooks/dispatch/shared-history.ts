@@ -22,7 +22,15 @@ export interface SharedHistory {
   readonly records: DeliveryRecords;
   /** What a start takes over: the waiting deliveries once the index has caught up with the log. */
   readonly restore: () => Promise<DeliveryHistory>;
+  /** Ends the index thread abruptly, as a crash would (tests). */
+  killIndexThread(): Promise<void>;
 }
+
+/** Crash-only, as the embedded delivery thread does: the dispatcher's partitions go to the other dispatchers. */
+const endProcess = (error: Error): void => {
+  console.error('dispatcher: its delivery history index thread died, ending the process:', error);
+  process.exit(1);
+};
 
 /** The index's reads for a dispatcher fed by Kafka: an event handed over again finds its deliveries in the index. */
 export const recordsForKafka = (log: EventLog, index: DeliveryHistoryReader & Pick<DeliveryIndex, 'has'>, pending: () => Promise<PendingDeliveries>): DeliveryRecords => ({
@@ -33,7 +41,8 @@ export const recordsForKafka = (log: EventLog, index: DeliveryHistoryReader & Pi
 /** How long a metrics scrape waits for the index thread's heap: it runs at a lower priority and may lag on purpose. */
 const HEAP_ANSWER_MS = 1_000;
 
-export const sharedHistory = (core: Core, url: string): SharedHistory => {
+/** `died` hears of an index thread that ended other than by `stop` (by default the process ends). */
+export const sharedHistory = (core: Core, url: string, died: (error: Error) => void = endProcess): SharedHistory => {
   const index = openRedisDeliveryIndex({ url });
   let thread: HistoryIndexThread | null = null;
   const indexThread = (): HistoryIndexThread => {
@@ -51,11 +60,7 @@ export const sharedHistory = (core: Core, url: string): SharedHistory => {
         },
       ],
       async start() {
-        thread = await startHistoryIndexThread(core.config, (error) => {
-          // Crash-only, as the embedded delivery thread does: its partitions go to the other dispatchers.
-          console.error('dispatcher: its delivery history index thread died, ending the process:', error);
-          process.exit(1);
-        });
+        thread = await startHistoryIndexThread(core.config, died);
       },
       async stop() {
         await thread?.stop();
@@ -69,5 +74,6 @@ export const sharedHistory = (core: Core, url: string): SharedHistory => {
       console.log(`delivery history: ${pending.deliveries.length} deliveries taken over from the index, ${applied} delivery records read since start to catch up with the log`);
       return pending;
     },
+    killIndexThread: () => indexThread().kill(),
   };
 };

@@ -20,7 +20,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { ProjectionReset } from '../src/app/projection-runner.js';
-import { createBoundedCache } from '../src/app/bounded-cache.js';
+import { createBoundedCache } from '../src/shared/bounded-cache.js';
 import { createRedisClient, redisReady } from '../src/shared/redis.js';
 import { succeedsWithin } from '../src/shared/within.js';
 import { APPLY_BATCH, batchedApplies, bindEpochLua, READ_MODEL_COMMAND_TIMEOUT_MS, readOf, unlinkTagged, type Scripted } from './redis-read-models.js';

@@ -43,7 +43,7 @@ import { accessSync, constants } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { ProjectionReset } from '../src/app/projection-runner.js';
-import { createBoundedCache, type BoundedCache } from '../src/app/bounded-cache.js';
+import { createBoundedCache, type BoundedCache } from '../src/shared/bounded-cache.js';
 import { holdLockFile, type InstanceLock } from '../src/log/instance-lock.js';
 import { walCheckpointerOnDemand } from '../src/shared/wal-checkpointer.js';
 import { batchedWrites } from './sqlite-batched-writes.js';

@@ -17,7 +17,7 @@ import type { DomainError } from '../domain/errors.js';
 import { CLAIM_METADATA, STEP_METADATA } from '../domain/idempotency/idempotency.js';
 import { WrongExpectedRevision, type AppendResult, type EventLog, type ExpectedRevision, type NewEvent, type RecordedEvent } from '../log/event-log.js';
 import type { IdSource } from '../shared/ids.js';
-import { createBoundedCache, type BoundedCache } from './bounded-cache.js';
+import { createBoundedCache, type BoundedCache } from '../shared/bounded-cache.js';
 import { currentClaim, nextStep } from './request-claim.js';
 import { requestWrites, type RequestWrites } from './request-writes.js';
 

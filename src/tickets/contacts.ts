@@ -7,7 +7,7 @@
 import type { Either } from 'fp-ts/lib/Either.js';
 import type { Appender, CommandResult } from '../app/command-handler.js';
 import type { Core } from '../app/core.js';
-import { createBoundedCache } from '../app/bounded-cache.js';
+import { createBoundedCache } from '../shared/bounded-cache.js';
 import { contactAggregate, contactStream, type ContactCommand, type ContactFields, type ContactState } from '../domain/contact/contact.js';
 import { CONTACT_IDENTITY_CLAIMED, identityKeys, identityStream, normalizeEmail, type IdentityKey } from '../domain/contact/identity.js';
 import type { DomainError } from '../domain/errors.js';

@@ -3,7 +3,7 @@
 // and so does a key's first request in this process, before the key is verified.
 import type Koa from 'koa';
 import type { WorkspaceDirectory } from '../../../projections/workspace-directory.js';
-import { createBoundedCache } from '../../app/bounded-cache.js';
+import { createBoundedCache } from '../../shared/bounded-cache.js';
 import { hashApiKey } from '../../app/workspaces.js';
 import { domainError } from '../../domain/errors.js';
 import type { RateLimiter } from '../../ratelimit/rate-limiter.js';

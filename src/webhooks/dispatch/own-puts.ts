@@ -4,10 +4,10 @@
 // oldest go first, and so does what another dispatcher claimed (it never comes back to this one); an
 // attempt that misses reads the log, as any take-over does. It holds no secret and no signature: an
 // attempt signs with the secrets the directory has when it is sent.
-// The bound is the ring of app/bounded-cache.ts: kept entries are never read before their take, so
+// The bound is the ring of shared/bounded-cache.ts: kept entries are never read before their take, so
 // its hand evicts them oldest first. A Map dropping its first key instead walked the deleted slots
 // before it, about 10 µs a put once 10,000 were kept (a dispatcher behind a burst).
-import { createBoundedCache } from '../../app/bounded-cache.js';
+import { createBoundedCache } from '../../shared/bounded-cache.js';
 
 export interface OwnPuts<T> {
   /** Keeps `value` as the delivery's state when it was put, replacing what was kept before. */

@@ -3,7 +3,7 @@
 // sequence of operations keeps it within its capacity and never answers a value that is not the last set.
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { createBoundedCache } from '../../src/app/bounded-cache.js';
+import { createBoundedCache } from '../../src/shared/bounded-cache.js';
 
 describe('bounded cache (unit)', () => {
   it('keeps the entries read since the hand last passed and evicts one that was not', () => {

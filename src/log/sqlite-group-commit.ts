@@ -9,6 +9,8 @@
 import type Database from 'better-sqlite3';
 
 export interface GroupCommitHooks {
+  /** Inside the transaction, before the first write of the batch (to learn what other connections did). */
+  begin(): void;
   /** Inside the transaction, after the last write of the batch (to persist what the batch staged). */
   beforeCommit(): void;
   /** After the batch is durable. */
@@ -70,6 +72,7 @@ export const groupCommit = (db: Database.Database, hooks: GroupCommitHooks, opti
 
   const inTransaction = (batch: readonly Pending[]): readonly Outcome[] =>
     db.transaction(() => {
+      hooks.begin();
       const outcomes = batch.map((pending): Outcome => {
         try {
           return { ok: true, value: pending.write() };

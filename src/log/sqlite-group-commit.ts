@@ -1,7 +1,7 @@
 // Group commit: writes submitted while the event loop is busy share ONE transaction, so a burst of
 // concurrent appends costs one fsync instead of one each. A write must be atomic by itself (one
-// writing statement, or a savepoint of its own): one that throws has written nothing, so it is
-// rejected alone and the others commit. BEGIN IMMEDIATE takes the write lock before the first read,
+// that throws takes out what it wrote before it throws: sqlite-insert.ts), so it is rejected alone
+// and the others commit. BEGIN IMMEDIATE takes the write lock before the first read,
 // so what a batch reads no other process can change under it. In shared mode another connection may
 // hold that lock: the batch does not wait for it in SQLite's busy handler, which would stop this
 // thread's event loop (a dispatcher thread's record commit once stalled every request of the main

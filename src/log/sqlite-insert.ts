@@ -1,32 +1,46 @@
-// Inserts one append's events with ONE statement. A statement that fails leaves no row behind, so a
-// call needs no savepoint of its own in the shared group transaction, and a call of n events costs
-// one statement, not n. Calls too big for one statement run their chunks in a savepoint.
+// Inserts one call's events, one single-row statement each, atomically within the shared group
+// transaction. One multi-row INSERT per call would be atomic by itself, but cost SQLite 14% more
+// CPU a row than single-row statements (the log's schema and rows, 1 to 3 a call, the two ways
+// alternating in one process). A savepoint per call would copy every page it touched into a
+// sub-journal. So a row that fails (an id already
+// in the log) takes the rows its call inserted before it out again, and gives their positions back:
+// a call that throws leaves nothing behind, not even a gap.
 import type Database from 'better-sqlite3';
 
 /** id, stream, revision, workspace_id, type, data, metadata, feed_offset */
 export type InsertRow = [string, string, number, string, string, string, string | null, number | null];
 
-/** Rows per statement: 8 parameters each stays far below SQLite's limit of bound parameters. */
-const MAX_ROWS = 64;
-
 /** Returns the function that inserts rows atomically and returns the last one's position. */
 export const rowInserter = (db: Database.Database): ((rows: readonly InsertRow[]) => number) => {
-  const statements = new Map<number, Database.Statement>();
-  const statementFor = (count: number): Database.Statement => {
-    let statement = statements.get(count);
-    if (!statement) {
-      const values = Array.from({ length: count }, () => '(?, ?, ?, ?, ?, ?, ?, ?)').join(', ');
-      statement = db.prepare(`INSERT INTO events (id, stream, revision, workspace_id, type, data, metadata, feed_offset) VALUES ${values}`);
-      statements.set(count, statement);
+  const insert = db.prepare('INSERT INTO events (id, stream, revision, workspace_id, type, data, metadata, feed_offset) VALUES (?, ?, ?, ?, ?, ?, ?, ?)');
+  const remove = db.prepare('DELETE FROM events WHERE position >= ?');
+  // AUTOINCREMENT's counter: restored, the next call takes the positions the failed one gave back.
+  const restoreSequence = db.prepare("UPDATE sqlite_sequence SET seq = ? WHERE name = 'events'");
+
+  /** Takes out the rows from `first` on, all this call's (the last rows of the open transaction). */
+  const undo = (first: number): void => {
+    try {
+      remove.run(first);
+      restoreSequence.run(first - 1);
+    } catch (error) {
+      // The call's rows would otherwise commit with the others: the whole batch fails instead.
+      if (db.inTransaction) db.exec('ROLLBACK');
+      throw error;
     }
-    return statement;
   };
-  // AUTOINCREMENT gives the rows of one transaction consecutive positions: the last one names them all.
-  const insertChunk = (rows: readonly InsertRow[]): number => Number(statementFor(rows.length).run(rows.flat()).lastInsertRowid);
-  const inSavepoint = db.transaction((rows: readonly InsertRow[]): number => {
+
+  return (rows) => {
+    let first = 0;
     let last = 0;
-    for (let start = 0; start < rows.length; start += MAX_ROWS) last = insertChunk(rows.slice(start, start + MAX_ROWS));
+    try {
+      for (const row of rows) {
+        last = Number(insert.run(row).lastInsertRowid);
+        if (first === 0) first = last;
+      }
+    } catch (error) {
+      if (first !== 0 && db.inTransaction) undo(first);
+      throw error;
+    }
     return last;
-  });
-  return (rows) => (rows.length <= MAX_ROWS ? insertChunk(rows) : inSavepoint(rows));
+  };
 };

@@ -48,7 +48,7 @@ export interface SqliteLogOptions {
 }
 
 export interface SqliteEventLog extends EventLog {
-  /** Several streams in one commit (a savepoint in the group transaction). */
+  /** Several streams in one commit, all or nothing, like one append. */
   appendAll(parts: readonly StreamAppend[]): Promise<AppendResult[]>;
   /** Commits so far and the writes they carried (group-commit efficiency), and whether commits are fsynced, as SQLite has it. */
   stats(): { readonly transactions: number; readonly writes: number; readonly durability: 'full' | 'relaxed' };
@@ -178,9 +178,8 @@ export const openSqliteLog = (options: SqliteLogOptions): SqliteEventLog => {
   }
 
   /**
-   * Runs inside the group transaction and writes all the parts' rows with one statement (or a
-   * savepoint, past a statement's rows), so a call that throws leaves nothing behind; a savepoint per
-   * call would cost a sub-journal copy of every page it touched. Known ids are looked up only when
+   * Runs inside the group transaction and writes all the parts' rows at once (sqlite-insert.ts), so
+   * a call that throws leaves nothing behind. Known ids are looked up only when
    * the expected revision or the insert fails: a retry either meets a moved stream or the unique id
    * index. A part whose events are all in the log already (a retry) is answered with them.
    */

@@ -51,14 +51,37 @@ describe('SQLite event log', () => {
       log.append('fine', [newEvent('ws')], 'any'),
     ]);
     expect(broken.status).to.equal('rejected');
-    expect(fine.status === 'fulfilled' && fine.value.records[0]?.offset).to.equal(100);
+    // The broken call's two rows were taken out, and their positions given back.
+    expect(fine.status === 'fulfilled' && [fine.value.records[0]?.offset, fine.value.records[0]?.position]).to.deep.equal([100, 1]);
     expect(await log.readStream('broken')).to.deep.equal([]);
     expect((await log.append('after', [newEvent('ws')], 'any')).records[0]?.offset).to.equal(101);
     expect(log.stats().transactions).to.equal(2);
     await log.close();
   });
 
-  it('a call of more events than one INSERT holds is atomic too', async () => {
+  it('a call whose rows cannot be taken out again fails its whole batch rather than commit part of it', async () => {
+    const file = freshFile();
+    const log = openSqliteLog({ file, shared: true, clock: () => 100 });
+    // Another connection makes deleting the rows of stream "stuck" fail.
+    const other = new Database(file);
+    other.exec("CREATE TRIGGER stuck BEFORE DELETE ON events WHEN OLD.stream = 'stuck' BEGIN SELECT RAISE(ABORT, 'stuck'); END");
+    other.close();
+    try {
+      const twice = newEvent('ws');
+      const outcomes = await Promise.allSettled([
+        log.append('fine', [newEvent('ws')], 'any'),
+        log.append('stuck', [newEvent('ws'), twice, twice], 'any'),
+      ]);
+      expect(outcomes.map((outcome) => outcome.status)).to.deep.equal(['rejected', 'rejected']);
+      expect(await log.headPosition()).to.equal(0);
+      const { records } = await log.append('after', [newEvent('ws')], 'any');
+      expect([records[0]?.position, records[0]?.offset]).to.deep.equal([1, 100]);
+    } finally {
+      await log.close();
+    }
+  });
+
+  it('a call of many events that fails at its last is atomic too, positions and all', async () => {
     const log = openSqliteLog({ file: freshFile() });
     const many = Array.from({ length: 150 }, () => newEvent('ws'));
     const broken = [...many.slice(0, 149), many[0] as NewEvent];

@@ -16,24 +16,25 @@ export interface StoredFeedEvent {
   readonly id: string;
   readonly type: string;
   readonly workspaceId: string;
-  readonly offset: number;
+  /** The offset's decimal digits. */
+  readonly offset: string;
   readonly data: string;
 }
 
 /**
- * isoMicros for offsets that mostly arrive in order, given with their decimal digits (the line
- * carries those too): the date and time change once a second, and within one the fraction is the
- * offset's last six digits.
+ * isoMicros for offsets that mostly arrive in order, given as their decimal digits (the line carries
+ * those too): the date and time change once a second, the digits before the last six, and within
+ * one second the fraction is the last six digits.
  */
-const timestamps = (): ((micros: number, digits: string) => string) => {
-  let second = NaN;
+const timestamps = (): ((digits: string) => string) => {
+  let second = '';
   let head = '';
   let tail = '';
-  return (micros, digits) => {
-    const s = Math.floor(micros / 1_000_000);
-    // Below one second the digits are fewer than the fraction's six.
-    if (s !== second || micros < 1_000_000) {
-      const stamp = isoMicros(micros);
+  return (digits) => {
+    const s = digits.slice(0, -6);
+    // Below one second ('' before the last six) the digits are fewer than the fraction's six.
+    if (s !== second || s === '') {
+      const stamp = isoMicros(Number(digits));
       [second, head, tail] = [s, stamp.slice(0, -12), stamp.slice(-6)];
       return stamp;
     }
@@ -114,11 +115,10 @@ export const feedLines = (): ((events: readonly StoredFeedEvent[]) => Buffer) =>
     let out = Buffer.allocUnsafe(events.reduce((bytes, event) => bytes + event.data.length + LINE_TEXT, 0));
     let at = 0;
     for (const event of events) {
-      const offset = String(event.offset);
       const line =
-        `{"id":${quoted(event.id)},"type":${typeJson(event.type)},"timestamp":"${timestamp(event.offset, offset)}"` +
+        `{"id":${quoted(event.id)},"type":${typeJson(event.type)},"timestamp":"${timestamp(event.offset)}"` +
         `,"workspace_id":${workspaceJson(event.workspaceId)},"data":${event.data}` +
-        `,"_links":${linksText(event.type, event.data)},"offset":${offset}}\n`;
+        `,"_links":${linksText(event.type, event.data)},"offset":${event.offset}}\n`;
       // A UTF-16 unit is at most 3 bytes of UTF-8: only near the end is the exact length counted.
       if (at + 3 * line.length > out.length) {
         const bytes = Buffer.byteLength(line);

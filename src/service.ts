@@ -6,6 +6,7 @@ import * as path from 'node:path';
 import type { DocumentStores } from '../projections/tickets-store.js';
 import { memoryDocumentStores } from '../projections/tickets-store-memory.js';
 import { createRedisDocumentStores } from '../projections/tickets-store-redis.js';
+import { noRequest } from './app/request-scope.js';
 import { openSqliteDocumentStores, READ_MODELS_FILE } from '../projections/tickets-store-sqlite.js';
 import { createWorkspaceDirectory } from '../projections/workspace-directory.js';
 import type { Core, Feature, FeatureFactory } from './app/core.js';
@@ -136,7 +137,7 @@ export const startService = async (config: Config, options: ServiceOptions = {})
 
   let firstApiKey: Service['firstApiKey'] = null;
   if (options.bootstrapWorkspace === true && directory.count() === 0) {
-    const created = await workspaces.create('Default workspace', config.defaultPlan);
+    const created = await workspaces.create('Default workspace', config.defaultPlan, noRequest);
     await directoryRunner.waitFor(created.position);
     firstApiKey = { workspaceId: created.workspaceId, apiKey: created.apiKey };
   }

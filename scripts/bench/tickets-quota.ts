@@ -40,13 +40,13 @@ const dir = mkdtempSync(path.join(tmpdir(), 'bench-quota-'));
 const log = openSqliteLog({ file: path.join(dir, 'events.sqlite') });
 try {
   const quota = createTicketQuota(log, systemMicros, randomId);
-  const batched = await measure('batched claimer (src/tickets/quota.ts)', 20_000, (i) => quota.claim('ws-a', 1_000_000, `t${i}`));
+  const batched = await measure('batched claimer (src/tickets/quota.ts)', 20_000, (i) => quota.claim('ws-a', 1_000_000, `t${i}`, false));
   const handle = createCommandHandler(log, randomId);
   const stream = quotaStream('ws-b', monthOf(systemMicros()));
   // Under this contention the naive way exhausts its retries: count those failures too.
   let failed = 0;
   const plain = await measure('naive command handler (read whole month)', 1_500, (i) =>
-    handle(naive, stream, 'ws-b', { ticketId: `t${i}`, limit: 1_000_000 }).catch(() => failed++),
+    handle(naive, stream, 'ws-b', { ticketId: `t${i}`, limit: 1_000_000 }, undefined).catch(() => failed++),
   );
   console.log(`naive failures (retries exhausted): ${failed}`);
   console.log(JSON.stringify({ bench: 'tickets-quota', batched_claims_per_s: batched, naive_claims_per_s: plain, naive_failed: failed }));

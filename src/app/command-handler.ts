@@ -18,9 +18,8 @@ import { CLAIM_METADATA, STEP_METADATA } from '../domain/idempotency/idempotency
 import { WrongExpectedRevision, type AppendResult, type EventLog, type ExpectedRevision, type NewEvent, type RecordedEvent } from '../log/event-log.js';
 import type { IdSource } from '../shared/ids.js';
 import { createBoundedCache, type BoundedCache } from '../shared/bounded-cache.js';
-import { currentClaim, nextStep } from './request-claim.js';
-import { requestWrites, type RequestWrites } from './request-writes.js';
-
+import { nextStep } from './request-claim.js';
+import type { RequestScope } from './request-scope.js';
 
 export interface CommandResult<S> {
   readonly state: S;
@@ -58,8 +57,8 @@ interface Pending {
   readonly workspaceId: string;
   /** The idempotency claim of the request that issued the command and its step (recorded on its events). */
   readonly claim: { readonly id: string; readonly step: number } | undefined;
-  /** Marked once the command's events are appended (app/request-writes.ts). */
-  readonly writes: RequestWrites | undefined;
+  /** The scope of the request that issued the command: marked once its events are appended (app/request-scope.ts). */
+  readonly scope: RequestScope | undefined;
   readonly command: unknown;
   readonly resolve: (result: Either<DomainError, CommandResult<unknown>>) => void;
   readonly reject: (error: unknown) => void;
@@ -138,7 +137,7 @@ export const createCommandHandler = (log: EventLog, newId: IdSource, cache?: Sta
       if ('bug' in outcome) outcome.pending.reject(outcome.bug);
       else if ('refused' in outcome) outcome.pending.resolve(outcome.refused);
       else {
-        if (outcome.pending.writes !== undefined && outcome.events.length > 0) outcome.pending.writes.wrote = true;
+        if (outcome.pending.scope !== undefined && outcome.events.length > 0) outcome.pending.scope.wrote = true;
         outcome.pending.resolve({ _tag: 'Right', right: { state: outcome.state, records: records.slice(next, next + outcome.events.length) } });
         next += outcome.events.length;
       }
@@ -199,13 +198,14 @@ export const createCommandHandler = (log: EventLog, newId: IdSource, cache?: Sta
     stream: string,
     workspaceId: string,
     command: C,
+    scope: RequestScope | undefined,
     appender?: Appender,
   ): Promise<Either<DomainError, CommandResult<S>>> {
     return new Promise((resolve, reject) => {
-      const claim = currentClaim();
+      const claim = scope?.claim;
       // Steps are counted when the command is issued, so they follow the request's own order.
       const step = claim === undefined ? undefined : { id: claim.id, step: nextStep(claim, stream) };
-      const pending = { aggregate, appender, workspaceId, claim: step, writes: requestWrites(), command, resolve, reject } as unknown as Pending;
+      const pending = { aggregate, appender, workspaceId, claim: step, scope, command, resolve, reject } as unknown as Pending;
       if (claim?.resumed !== true) return enqueue(stream, pending);
       appendedBefore(pending, stream).then(
         (done) => (done === null ? enqueue(stream, pending) : resolve({ _tag: 'Right', right: done as CommandResult<S> })),

@@ -12,6 +12,7 @@ import type { EngineStatusSource } from '../webhooks/dispatch/backlog.js';
 import type { RouteModule } from '../http/app.js';
 import type { WorkerHeap } from '../metrics/routes.js';
 import type { CommandHandler } from './command-handler.js';
+import type { RequestScope } from './request-scope.js';
 import type { WorkspaceCommands } from './workspaces.js';
 
 export interface Core {
@@ -22,7 +23,7 @@ export interface Core {
   /** A new event id (shared/ids.ts eventId: grows with time); resource ids come from resourceId. */
   readonly newId: IdSource;
   /** A new resource id (ticket, message…): derived from the request's idempotency claim when it has one (app/request-claim.ts). */
-  readonly resourceId: (kind: string) => string;
+  readonly resourceId: (kind: string, scope: RequestScope | undefined) => string;
   readonly handle: CommandHandler;
   readonly directory: WorkspaceDirectory;
   /** Resolves once the workspace directory has applied the event at `position`. */

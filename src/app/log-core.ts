@@ -23,7 +23,7 @@ export const logCore = (log: EventLog, clock: MicrosClock): LogCore => {
     log,
     clock,
     newId: eventId,
-    resourceId: (kind) => resourceId(kind, randomId),
+    resourceId: (kind, scope) => resourceId(kind, randomId, scope?.claim),
     handle,
     workspaces: createWorkspaceCommands(handle, randomId, () => isoMicros(clock())),
   };

@@ -6,8 +6,7 @@
 //   so running the request again under the same claim mints the same ids whichever path it takes.
 // Together they let a request interrupted between two appends be resumed: run again under its claim,
 // each command whose events the stream already holds answers those events, the rest are carried out.
-// Carried by AsyncLocalStorage because commands are issued deep inside routes.
-import { AsyncLocalStorage } from 'node:async_hooks';
+// A request's commands get it with its scope (request-scope.ts).
 import { createHash } from 'node:crypto';
 
 export interface RequestClaim {
@@ -19,14 +18,8 @@ export interface RequestClaim {
   readonly minted: Map<string, number>;
 }
 
-const current = new AsyncLocalStorage<RequestClaim>();
-
-/** Runs `work` under the claim `id`: every command it issues carries it. */
-export const runUnderClaim = <T>(id: string, resumed: boolean, work: () => Promise<T>): Promise<T> =>
-  current.run({ id, resumed, steps: new Map(), minted: new Map() }, work);
-
-/** The claim of the request this code runs for, if it carries an idempotency key. */
-export const currentClaim = (): RequestClaim | undefined => current.getStore();
+/** The claim `id`, for a request's first run or (`resumed`) a run after an interrupted one. */
+export const newClaim = (id: string, resumed: boolean): RequestClaim => ({ id, resumed, steps: new Map(), minted: new Map() });
 
 const countOf = (counts: Map<string, number>, name: string): number => {
   const n = counts.get(name) ?? 0;
@@ -41,8 +34,7 @@ export const nextStep = (claim: RequestClaim, stream: string): number => countOf
  * A new id for a resource of `kind`: under a claim, derived from it (the same on every run of the
  * request); otherwise from `random`. 32 hex characters either way.
  */
-export const resourceId = (kind: string, random: () => string): string => {
-  const claim = current.getStore();
+export const resourceId = (kind: string, random: () => string, claim: RequestClaim | undefined): string => {
   if (claim === undefined) return random();
   const n = countOf(claim.minted, kind);
   return createHash('sha256').update(`${claim.id}\0${kind}\0${n}`).digest('hex').slice(0, 32);

@@ -54,7 +54,7 @@ export const articleRoutes = (core: Core, index: ArticleIndex, settled: (positio
 
   /** Runs a command on the caller's article and waits until the read model has it. */
   const run = async (ctx: ApiContext, command: ArticleCommand) => {
-    const result = await core.handle(articleAggregate, articleStream(command.articleId), ctx.state.workspace.id, command);
+    const result = await core.handle(articleAggregate, articleStream(command.articleId), ctx.state.workspace.id, command, ctx.state.scope);
     if (result._tag === 'Left') throw business(result.left);
     await settled(result.right.records.at(-1)?.position ?? 0);
     return result.right.state;
@@ -68,7 +68,7 @@ export const articleRoutes = (core: Core, index: ArticleIndex, settled: (positio
       router.post('/articles', async (ctx: ApiContext) => {
         requireKnowledgeBase(ctx);
         const body = decode(CreateArticle, ctx.request.body, 'body');
-        const article = await run(ctx, { kind: 'create', workspaceId: ctx.state.workspace.id, articleId: core.resourceId('article'), at: isoMicros(core.clock()), ...body });
+        const article = await run(ctx, { kind: 'create', workspaceId: ctx.state.workspace.id, articleId: core.resourceId('article', ctx.state.scope), at: isoMicros(core.clock()), ...body });
         if (article === null) throw new Error('article creation recorded no event');
         ctx.status = 201;
         ctx.body = view(article);

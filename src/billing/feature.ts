@@ -5,6 +5,7 @@
 // `api` server), over the one shared log: the renew command names the expiry it acts on and the
 // append carries the stream's expected revision, so when two processes act on the same expiry one
 // appends and the other decides nothing. The relay and dispatchers do not run it.
+import { noRequest } from '../app/request-scope.js';
 import type { Core, FeatureFactory } from '../app/core.js';
 import { createProjectionRunner } from '../app/projection-runner.js';
 import { billingAggregate, dueAt, EXPIRY_EVENT_TYPES, type BillingState } from '../domain/billing/billing.js';
@@ -19,7 +20,7 @@ const billingClockOf = (core: Core) => {
     nowMs,
     async act(workspaceId, expiry) {
       const command = { kind: 'renew', trigger: 'auto', nowMs: nowMs(), periodMs: core.config.billing.periodMs, entryPlan: core.config.defaultPlan, expiry } as const;
-      const result = await runBillingCommand(core, workspaceId, command);
+      const result = await runBillingCommand(core, workspaceId, command, noRequest);
       if (result._tag === 'Left') throw new Error(`${result.left.code}: ${result.left.message}`);
     },
   });
@@ -48,7 +49,7 @@ const billingClockOf = (core: Core) => {
       // A process that stopped between a billing append and its mirror onto the workspace left the
       // workspace on the old plan: repaired here, at the next start of any process.
       for (const [workspaceId, { plan, position }] of chosen) {
-        await repairPlanMirror(core, workspaceId, plan, position).catch((error: unknown) => console.error(`billing: plan of workspace ${workspaceId}:`, error));
+        await repairPlanMirror(core, workspaceId, plan, position, noRequest).catch((error: unknown) => console.error(`billing: plan of workspace ${workspaceId}:`, error));
       }
       caughtUp = true;
       chosen.clear();

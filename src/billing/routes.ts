@@ -41,7 +41,7 @@ export const billingRoutes = (core: Core): RouteModule => {
   const run = async (ctx: ApiContext, command: BillingCommand) => {
     const workspaceId = String(ctx.params['workspace_id']);
     if (core.directory.workspace(workspaceId) === undefined) throw notFound('Workspace');
-    const result = await runBillingCommand(core, workspaceId, command);
+    const result = await runBillingCommand(core, workspaceId, command, ctx.state.scope);
     if (result._tag === 'Left') throw business(result.left);
     ctx.body = { workspace_id: workspaceId, billing: view(result.right.state), events: result.right.records.map((r) => ({ type: r.type, data: r.data })) };
   };

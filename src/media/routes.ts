@@ -122,9 +122,9 @@ export const mediaRoutes = (core: Core, store: MediaStore, links: MediaLinks): R
           throw invalid([{ type: 'content_type', loc: ['header', 'content-type'], msg: 'Expected multipart/form-data with a file part named "file"' }]);
         }
         const workspaceId = ctx.state.workspace.id;
-        const mediaId = core.resourceId('media');
+        const mediaId = core.resourceId('media', ctx.state.scope);
         const received = await receiveUpload(ctx, store, mediaObjectKey(workspaceId, mediaId), core.config.mediaMaxBytes);
-        const result = await core.handle(mediaAggregate, mediaStream(mediaId), workspaceId, { mediaId, ...received });
+        const result = await core.handle(mediaAggregate, mediaStream(mediaId), workspaceId, { mediaId, ...received }, ctx.state.scope);
         if (result._tag === 'Left') throw business(result.left);
         const file = result.right.state;
         if (file === null) throw new Error('media upload recorded no event');
@@ -166,7 +166,7 @@ export const mediaRoutes = (core: Core, store: MediaStore, links: MediaLinks): R
         const workspaceId = String(ctx.params['workspace_id']);
         if (core.directory.workspace(workspaceId) === undefined) throw notFound('Workspace');
         const body = decode(BucketBody, ctx.request.body, 'body');
-        const result = await core.handle(mediaBucketAggregate, mediaBucketStream(workspaceId), workspaceId, { baseUrl: body.base_url });
+        const result = await core.handle(mediaBucketAggregate, mediaBucketStream(workspaceId), workspaceId, { baseUrl: body.base_url }, ctx.state.scope);
         if (result._tag === 'Left') throw business(result.left);
         ctx.body = { workspace_id: workspaceId, base_url: result.right.state };
       });

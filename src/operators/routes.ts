@@ -19,7 +19,7 @@ export const operatorRoutes = (core: Core): RouteModule => ({
       if (core.directory.workspace(workspaceId) === undefined) throw notFound('Workspace');
       const body = decode(StatusBody, ctx.request.body, 'body');
       const command = { user_id: userId, status: body.status, status_text: body.status_text ?? null, status_emoji: body.status_emoji ?? null };
-      const result = await core.handle(operatorAggregate, operatorStream(workspaceId, userId), workspaceId, command);
+      const result = await core.handle(operatorAggregate, operatorStream(workspaceId, userId), workspaceId, command, ctx.state.scope);
       if (result._tag === 'Left') throw business(result.left);
       ctx.body = currentStatus(result.right.state, userId);
     });

@@ -7,6 +7,7 @@
 import type { Either } from 'fp-ts/lib/Either.js';
 import type { Appender, CommandResult } from '../app/command-handler.js';
 import type { Core } from '../app/core.js';
+import type { RequestScope } from '../app/request-scope.js';
 import { createBoundedCache } from '../shared/bounded-cache.js';
 import { contactAggregate, contactStream, type ContactCommand, type ContactFields, type ContactState } from '../domain/contact/contact.js';
 import { CONTACT_IDENTITY_CLAIMED, identityKeys, identityStream, normalizeEmail, type IdentityKey } from '../domain/contact/identity.js';
@@ -91,13 +92,13 @@ export const createContactCommands = (core: Core) => {
    * identifiers a contact, it adopts that contact and re-points the identifiers it had just claimed
    * (expected revision 0: only its own fresh claim is replaced), so both calls end on one contact.
    */
-  const contactIdOf = async (workspaceId: string, identities: readonly Identity[], owners: readonly (string | null)[]): Promise<string> => {
+  const contactIdOf = async (workspaceId: string, identities: readonly Identity[], owners: readonly (string | null)[], scope: RequestScope | undefined): Promise<string> => {
     let contactId = owners.find((o) => o !== null) ?? null;
     let fresh: Identity[] = [];
     const mine = new Map<string, string>();
     for (const [i, identity] of identities.entries()) {
       if (owners[i] !== null) continue;
-      const proposed = contactId ?? core.resourceId('contact');
+      const proposed = contactId ?? core.resourceId('contact', scope);
       const owner = await claim(workspaceId, identity, proposed, mine);
       if (contactId === null) {
         contactId = owner;
@@ -116,9 +117,9 @@ export const createContactCommands = (core: Core) => {
     return contactId;
   };
 
-  const run = async (workspaceId: string, contactId: string, command: Variant<ContactCommand>, appender?: Appender): Promise<ContactResult> => {
+  const run = async (workspaceId: string, contactId: string, command: Variant<ContactCommand>, scope: RequestScope | undefined, appender?: Appender): Promise<ContactResult> => {
     const full = { ...command, contactId, workspaceId, now: core.clock() } as ContactCommand;
-    const result = await core.handle(contactAggregate, contactStream(contactId), workspaceId, full, appender);
+    const result = await core.handle(contactAggregate, contactStream(contactId), workspaceId, full, scope, appender);
     return result._tag === 'Left' ? result : { _tag: 'Right', right: { ...result.right, contactId } };
   };
 
@@ -127,10 +128,15 @@ export const createContactCommands = (core: Core) => {
    * cannot append several streams at once, or one of the identifiers was claimed meanwhile (nothing
    * was written then).
    */
-  const registerWithClaims = async (workspaceId: string, identities: readonly Identity[], command: Variant<ContactCommand>): Promise<ContactResult | null> => {
+  const registerWithClaims = async (
+    workspaceId: string,
+    identities: readonly Identity[],
+    command: Variant<ContactCommand>,
+    scope: RequestScope | undefined,
+  ): Promise<ContactResult | null> => {
     const appendAll = core.log.appendAll?.bind(core.log);
     if (appendAll === undefined) return null;
-    const contactId = core.resourceId('contact');
+    const contactId = core.resourceId('contact', scope);
     const claims: StreamAppend[] = identities.map(({ key, stream }) => ({ stream, events: [claimEvent(workspaceId, key, contactId)], expected: 'no_stream' }));
     let claimed = false;
     const withClaims: Appender = async (stream, events, expected) => {
@@ -145,7 +151,7 @@ export const createContactCommands = (core: Core) => {
       }
     };
     try {
-      const saved = await run(workspaceId, contactId, command, withClaims);
+      const saved = await run(workspaceId, contactId, command, scope, withClaims);
       // A new contact is always registered (an event), so its appender ran; checked all the same.
       if (!claimed) throw new Error(`contact ${contactId}: registered without its identifiers`);
       // This call is done: its claims will not be re-pointed.
@@ -159,7 +165,7 @@ export const createContactCommands = (core: Core) => {
 
   return {
     /** Creates or updates the contact known by telegram_id or email; the caller checks one is given. */
-    async save(workspaceId: string, fields: Partial<ContactFields>, via: 'api' | 'widget'): Promise<ContactResult> {
+    async save(workspaceId: string, fields: Partial<ContactFields>, via: 'api' | 'widget', scope: RequestScope | undefined): Promise<ContactResult> {
       const normalized = {
         ...fields,
         ...(typeof fields.email === 'string' ? { email: normalizeEmail(fields.email) } : {}),
@@ -173,11 +179,11 @@ export const createContactCommands = (core: Core) => {
       return lockAll(identityLock, identities.map((i) => i.stream), async () => {
         let owners = await Promise.all(identities.map(ownerOf));
         if (owners.every((owner) => owner === null)) {
-          const registered = await registerWithClaims(workspaceId, identities, command);
+          const registered = await registerWithClaims(workspaceId, identities, command, scope);
           if (registered !== null) return registered;
           owners = await Promise.all(identities.map(ownerOf));
         }
-        return run(workspaceId, await contactIdOf(workspaceId, identities, owners), command);
+        return run(workspaceId, await contactIdOf(workspaceId, identities, owners, scope), command, scope);
       });
     },
     run,

@@ -21,9 +21,9 @@ export const createTicketsFeature = (core: Core): Feature => {
   // Ticket and contact streams are never deleted, so their commands can start from cached states.
   const handler = createCommandHandler(core.log, core.newId, createStateCache(CACHED_STREAMS));
   // A command whose answer needs the read models is refused before it writes when they are out of reach.
-  const handle: CommandHandler = (aggregate, stream, workspaceId, command, appender) => {
+  const handle: CommandHandler = (aggregate, stream, workspaceId, command, scope, appender) => {
     readModels.assertAvailable();
-    return handler(aggregate, stream, workspaceId, command, appender);
+    return handler(aggregate, stream, workspaceId, command, scope, appender);
   };
   const cached: Core = { ...core, handle };
   const contacts = createContactCommands(cached);

@@ -10,7 +10,6 @@
 // append to two streams atomically, so a ticket costs one durable commit, not two in a row, and a
 // crash leaves both or neither. Each such claim is its own append, submitted in grant order.
 // A ticket is counted once: a resumed request finds its ticket's count if its first run made it.
-import { currentClaim } from '../app/request-claim.js';
 import { WrongExpectedRevision, type AppendResult, type EventLog, type StreamAppend } from '../log/event-log.js';
 import type { MicrosClock } from '../log/clock.js';
 import type { IdSource } from '../shared/ids.js';
@@ -44,13 +43,16 @@ interface QuotaStream {
 const MAX_ATTEMPTS = 50;
 
 export interface TicketQuota {
-  /** Counts a ticket against the workspace's month when `limit` allows; false when it is used up. */
-  claim(workspaceId: string, limit: number, ticketId: string): Promise<boolean>;
+  /**
+   * Counts a ticket against the workspace's month when `limit` allows; false when it is used up.
+   * `resumed`: the request runs again under its claim (app/request-claim.ts), and may have counted it.
+   */
+  claim(workspaceId: string, limit: number, ticketId: string, resumed: boolean): Promise<boolean>;
   /**
    * Counts the ticket and makes `ticket` (its stream's append) in the same commit, or neither: null
    * when the month is used up. On a log without appendAll, counts first, then appends.
    */
-  countAndAppend(workspaceId: string, limit: number, ticketId: string, ticket: StreamAppend): Promise<AppendResult | null>;
+  countAndAppend(workspaceId: string, limit: number, ticketId: string, ticket: StreamAppend, resumed: boolean): Promise<AppendResult | null>;
 }
 
 export const createTicketQuota = (log: EventLog, clock: MicrosClock, newId: IdSource): TicketQuota => {
@@ -129,8 +131,8 @@ export const createTicketQuota = (log: EventLog, clock: MicrosClock, newId: IdSo
   }
 
   /** A resumed request (app/request-claim.ts) may have counted its ticket before it was interrupted. */
-  const countedBefore = async (name: string, ticketId: string): Promise<boolean> =>
-    currentClaim()?.resumed === true && (await log.readStream(name)).some((e) => e.data['ticket_id'] === ticketId);
+  const countedBefore = async (name: string, ticketId: string, resumed: boolean): Promise<boolean> =>
+    resumed && (await log.readStream(name)).some((e) => e.data['ticket_id'] === ticketId);
 
   const enqueue = (workspaceId: string, claim: Omit<Claim, 'attempts'>): void => {
     const name = quotaStream(workspaceId, monthOf(clock()));
@@ -140,17 +142,17 @@ export const createTicketQuota = (log: EventLog, clock: MicrosClock, newId: IdSo
     pump(s);
   };
 
-  const claim: TicketQuota['claim'] = async (workspaceId, limit, ticketId) => {
-    if (await countedBefore(quotaStream(workspaceId, monthOf(clock())), ticketId)) return true;
+  const claim: TicketQuota['claim'] = async (workspaceId, limit, ticketId, resumed) => {
+    if (await countedBefore(quotaStream(workspaceId, monthOf(clock())), ticketId, resumed)) return true;
     return new Promise<boolean>((resolve, reject) => enqueue(workspaceId, { ticketId, limit, settle: resolve, reject }));
   };
 
   return {
     claim,
-    async countAndAppend(workspaceId, limit, ticketId, ticket) {
+    async countAndAppend(workspaceId, limit, ticketId, ticket, resumed) {
       const alone = () => log.append(ticket.stream, ticket.events, ticket.expected);
-      if (log.appendAll === undefined) return (await claim(workspaceId, limit, ticketId)) ? alone() : null;
-      if (await countedBefore(quotaStream(workspaceId, monthOf(clock())), ticketId)) return alone();
+      if (log.appendAll === undefined) return (await claim(workspaceId, limit, ticketId, resumed)) ? alone() : null;
+      if (await countedBefore(quotaStream(workspaceId, monthOf(clock())), ticketId, resumed)) return alone();
       return new Promise<AppendResult | null>((resolve, reject) =>
         enqueue(workspaceId, { ticketId, limit, ticket, settle: (granted, appended) => resolve(granted ? (appended as AppendResult) : null), reject }),
       );

@@ -12,7 +12,7 @@ export const contactRoutes = ({ contacts, readModels }: TicketRouteDeps) => (rou
     const body = decode(ContactInput, ctx.request.body, 'body');
     if (!hasIdentity(body)) throw short(400, 'The contact needs telegram_id or email');
     const workspaceId = ctx.state.workspace.id;
-    const saved = unwrap(await contacts.save(workspaceId, body, 'api'));
+    const saved = unwrap(await contacts.save(workspaceId, body, 'api', ctx.state.scope));
     await readModels.settledAfter(saved.records);
     ctx.status = 201;
     ctx.body = contactView(await contactOf(readModels, workspaceId, saved.contactId));

@@ -31,20 +31,20 @@ export const internalRoutes = ({ core, commands, contacts, readModels }: TicketR
   const onTicket = async (ctx: ApiContext, command: (ticketId: string) => TicketRequest) => {
     const workspaceId = workspaceOf(ctx);
     const ticketId = param(ctx, 'id');
-    unwrap(await commands.run(workspaceId, command(ticketId)));
+    unwrap(await commands.run(workspaceId, command(ticketId), ctx.state.scope));
     ctx.body = ticketView(await ticketOf(readModels, workspaceId, ticketId));
   };
 
   const onMessage = async (ctx: ApiContext, command: (ticketId: string, messageId: string) => TicketRequest) => {
     const workspaceId = workspaceOf(ctx);
     const [ticketId, messageId] = [param(ctx, 'id'), param(ctx, 'message_id')];
-    unwrap(await commands.run(workspaceId, command(ticketId, messageId)));
+    unwrap(await commands.run(workspaceId, command(ticketId, messageId), ctx.state.scope));
     ctx.body = messageView(await messageOf(readModels, ticketId, messageId));
   };
 
   const onContact = async (ctx: ApiContext, blocked: boolean) => {
     const workspaceId = workspaceOf(ctx);
-    const saved = unwrap(await contacts.run(workspaceId, param(ctx, 'contact_id'), { kind: 'set_blocked', blocked }));
+    const saved = unwrap(await contacts.run(workspaceId, param(ctx, 'contact_id'), { kind: 'set_blocked', blocked }, ctx.state.scope));
     await readModels.settledAfter(saved.records);
     ctx.body = contactView(await contactOf(readModels, workspaceId, saved.contactId));
   };
@@ -86,7 +86,7 @@ export const internalRoutes = ({ core, commands, contacts, readModels }: TicketR
         ? { senderType: 'operator', senderId: b.operator_id ?? null, senderName: b.operator_name ?? null, isInternal }
         : { senderType: 'bot', senderId: null, senderName: null, isInternal };
     const ticketId = param(ctx, 'id');
-    const messageId = unwrap(await commands.postMessage(workspaceId, ticketId, { content: b.content ?? '', mediaIds: b.media_ids ?? [] }, sender));
+    const messageId = unwrap(await commands.postMessage(workspaceId, ticketId, { content: b.content ?? '', mediaIds: b.media_ids ?? [] }, sender, ctx.state.scope));
     ctx.status = 201;
     ctx.body = messageView(await messageOf(readModels, ticketId, messageId));
   });
@@ -113,7 +113,7 @@ export const internalRoutes = ({ core, commands, contacts, readModels }: TicketR
   router.put('/workspaces/:workspace_id/widget', async (ctx) => {
     const b = decode(WidgetSettingsBody, ctx.request.body, 'body');
     const workspaceId = workspaceOf(ctx);
-    const result = await core.handle(widgetAggregate, widgetStream(workspaceId), workspaceId, { visitorNotifications: b.visitor_notifications });
+    const result = await core.handle(widgetAggregate, widgetStream(workspaceId), workspaceId, { visitorNotifications: b.visitor_notifications }, ctx.state.scope);
     if (result._tag === 'Left') throw business(result.left);
     ctx.body = widgetView(workspaceId, result.right.state);
   });
@@ -136,7 +136,7 @@ export const internalRoutes = ({ core, commands, contacts, readModels }: TicketR
       openUrl: b.open_url ?? `/api/v1/tickets/${ticket.id}`,
       visitorNotifications: (await widgetOf(workspaceId)).visitorNotifications,
     } as const;
-    const result = unwrap(await contacts.run(workspaceId, ticket.contact_id, command));
+    const result = unwrap(await contacts.run(workspaceId, ticket.contact_id, command, ctx.state.scope));
     await readModels.settledAfter(result.records);
     if (result.records.length > 0) {
       ctx.body = { emitted: true };
@@ -150,7 +150,7 @@ export const internalRoutes = ({ core, commands, contacts, readModels }: TicketR
     const b = decode(ContactInput, ctx.request.body, 'body');
     const workspaceId = workspaceOf(ctx);
     if (!hasIdentity(b)) throw short(400, 'The contact needs telegram_id or email');
-    const saved = unwrap(await contacts.save(workspaceId, b, 'widget'));
+    const saved = unwrap(await contacts.save(workspaceId, b, 'widget', ctx.state.scope));
     await readModels.settledAfter(saved.records);
     ctx.body = contactView(await contactOf(readModels, workspaceId, saved.contactId));
   });

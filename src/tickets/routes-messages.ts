@@ -21,7 +21,7 @@ export const messageRoutes = ({ commands, readModels }: TicketRouteDeps) => {
       const ticket = await ticketOf(readModels, workspaceId, String(ctx.params['id']));
       const input = { content: body.content ?? '', mediaIds: body.media_ids ?? [] };
       // Spec: messages of this endpoint are the bot's, with the workspace id as sender.
-      const messageId = unwrap(await commands.postMessage(workspaceId, ticket.id, input, { senderType: 'bot', senderId: workspaceId, senderName: null, isInternal: false }));
+      const messageId = unwrap(await commands.postMessage(workspaceId, ticket.id, input, { senderType: 'bot', senderId: workspaceId, senderName: null, isInternal: false }, ctx.state.scope));
       ctx.status = 201;
       await answerMessage(ctx, ticket.id, messageId);
     });
@@ -40,7 +40,7 @@ export const messageRoutes = ({ commands, readModels }: TicketRouteDeps) => {
       }
       if (body.ticket_id === undefined && !hasIdentity(body.contact)) throw short(400, 'Give ticket_id, or a contact with telegram_id or email');
       const input = body.ticket_id !== undefined ? { content: body.content, ticketId: body.ticket_id } : { content: body.content, contact: body.contact ?? {} };
-      const messageId = unwrap(await commands.inbound(ctx.state.workspace, input));
+      const messageId = unwrap(await commands.inbound(ctx.state.workspace, input, ctx.state.scope));
       const message = await readModels.messages.get(messageId);
       ctx.body = message === undefined ? { id: messageId } : messageView(message);
     });

@@ -16,7 +16,7 @@ export const ticketRoutes = ({ commands, readModels }: TicketRouteDeps) => {
 
   const runLifecycle = async (ctx: ApiContext, command: (ticketId: string) => TicketRequest) => {
     const ticketId = String(ctx.params['id']);
-    unwrap(await commands.run(ctx.state.workspace.id, command(ticketId)));
+    unwrap(await commands.run(ctx.state.workspace.id, command(ticketId), ctx.state.scope));
     await answerTicket(ctx, ticketId);
   };
 
@@ -25,7 +25,7 @@ export const ticketRoutes = ({ commands, readModels }: TicketRouteDeps) => {
       const body = decode(CreateTicket, ctx.request.body, 'body');
       if (!hasIdentity(body.contact)) throw short(400, 'The contact needs telegram_id or email');
       const message = body.message === undefined ? null : typeof body.message === 'string' ? { content: body.message, mediaIds: [] } : { content: body.message.content ?? '', mediaIds: body.message.media_ids ?? [] };
-      const ticketId = unwrap(await commands.open(ctx.state.workspace, { subject: body.subject ?? null, priority: body.priority ?? 'normal', contact: body.contact, message }));
+      const ticketId = unwrap(await commands.open(ctx.state.workspace, { subject: body.subject ?? null, priority: body.priority ?? 'normal', contact: body.contact, message }, ctx.state.scope));
       ctx.status = 201;
       await answerTicket(ctx, ticketId);
     });

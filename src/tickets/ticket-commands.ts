@@ -5,6 +5,7 @@
 import { left, right, type Either } from 'fp-ts/lib/Either.js';
 import type { Appender, CommandResult } from '../app/command-handler.js';
 import type { Core } from '../app/core.js';
+import type { RequestScope } from '../app/request-scope.js';
 import type { TicketPriority } from '../domain/catalogue.js';
 import type { ContactFields } from '../domain/contact/contact.js';
 import { domainError, type DomainError } from '../domain/errors.js';
@@ -51,9 +52,9 @@ const empty = () => left(domainError('MESSAGE_EMPTY', 'A message needs content o
 export const createTicketCommands = (core: Core, contacts: ContactCommands, quota: TicketQuota, readModels: TicketReadModels, links: MediaLinks) => {
   const inboundLock = createKeyedLock();
 
-  const run = async (workspaceId: string, command: TicketRequest, appender?: Appender): Result<CommandResult<TicketState>> => {
+  const run = async (workspaceId: string, command: TicketRequest, scope: RequestScope | undefined, appender?: Appender): Result<CommandResult<TicketState>> => {
     const full = { ...command, workspaceId, now: core.clock() } as TicketCommand;
-    const result = await core.handle(ticketAggregate, ticketStream(full.ticketId), workspaceId, full, appender);
+    const result = await core.handle(ticketAggregate, ticketStream(full.ticketId), workspaceId, full, scope, appender);
     if (result._tag === 'Right') await readModels.settledAfter(result.right.records);
     return result;
   };
@@ -67,26 +68,32 @@ export const createTicketCommands = (core: Core, contacts: ContactCommands, quot
     return media.map((item) => ({ ...item, url: links.url(item.id, expires) }));
   };
 
-  const newMessage = async (workspaceId: string, input: MessageInput, sender: Sender): Result<NewMessage> => {
+  const newMessage = async (workspaceId: string, input: MessageInput, sender: Sender, scope: RequestScope | undefined): Result<NewMessage> => {
     if (isEmptyMessage(input.content, input.mediaIds.length)) return empty();
     const media = await resolveMedia(core.log, workspaceId, input.mediaIds);
     if (media._tag === 'Left') return media;
-    return right({ messageId: core.resourceId('message'), content: input.content, media: sender.isInternal ? signedForNote(media.right) : media.right, ...sender });
+    return right({ messageId: core.resourceId('message', scope), content: input.content, media: sender.isInternal ? signedForNote(media.right) : media.right, ...sender });
   };
 
   const ticketsPerMonth = (plan: string): number => (core.config.plans[plan] ?? core.config.plans[core.config.defaultPlan])?.ticketsPerMonth ?? 0;
 
   /** Creates the ticket and counts it against the plan's month, in one commit (quota.countAndAppend). */
-  const create = async (workspace: WorkspaceRow, contactId: string, fields: Pick<OpenTicketInput, 'subject' | 'priority'>, message: NewMessage | null): Result<string> => {
-    const ticketId = core.resourceId('ticket');
+  const create = async (
+    workspace: WorkspaceRow,
+    contactId: string,
+    fields: Pick<OpenTicketInput, 'subject' | 'priority'>,
+    message: NewMessage | null,
+    scope: RequestScope | undefined,
+  ): Result<string> => {
+    const ticketId = core.resourceId('ticket', scope);
     const limit = ticketsPerMonth(workspace.plan);
     const counted: Appender = async (stream, events, expected) => {
-      const appended = await quota.countAndAppend(workspace.id, limit, ticketId, { stream, events, expected });
+      const appended = await quota.countAndAppend(workspace.id, limit, ticketId, { stream, events, expected }, scope?.claim?.resumed === true);
       if (appended === null) throw new MonthUsedUp();
       return appended;
     };
     try {
-      const created = await run(workspace.id, { kind: 'create', ticketId, contactId, ...fields, message }, counted);
+      const created = await run(workspace.id, { kind: 'create', ticketId, contactId, ...fields, message }, scope, counted);
       return created._tag === 'Left' ? created : right(ticketId);
     } catch (error) {
       if (!(error instanceof MonthUsedUp)) throw error;
@@ -95,8 +102,8 @@ export const createTicketCommands = (core: Core, contacts: ContactCommands, quot
   };
 
   /** Upserts the contact and refuses a blocked one. */
-  const contactFor = async (workspaceId: string, fields: Partial<ContactFields>) => {
-    const saved = await contacts.save(workspaceId, fields, 'api');
+  const contactFor = async (workspaceId: string, fields: Partial<ContactFields>, scope: RequestScope | undefined) => {
+    const saved = await contacts.save(workspaceId, fields, 'api', scope);
     if (saved._tag === 'Left') return saved;
     if (saved.right.state.blocked) return left(domainError('CONTACT_BLOCKED', 'The contact is blocked', { contact_id: saved.right.contactId }));
     return right({ contactId: saved.right.contactId, name: saved.right.state.fields.full_name });
@@ -104,10 +111,10 @@ export const createTicketCommands = (core: Core, contacts: ContactCommands, quot
 
   const contactSender = (contactId: string, name: string | null): Sender => ({ senderType: 'contact', senderId: contactId, senderName: name, isInternal: false });
 
-  const postMessage = async (workspaceId: string, ticketId: string, input: MessageInput, sender: Sender): Result<string> => {
-    const message = await newMessage(workspaceId, input, sender);
+  const postMessage = async (workspaceId: string, ticketId: string, input: MessageInput, sender: Sender, scope: RequestScope | undefined): Result<string> => {
+    const message = await newMessage(workspaceId, input, sender, scope);
     if (message._tag === 'Left') return message;
-    const posted = await run(workspaceId, { kind: 'post_message', ticketId, message: message.right });
+    const posted = await run(workspaceId, { kind: 'post_message', ticketId, message: message.right }, scope);
     return posted._tag === 'Left' ? posted : right(message.right.messageId);
   };
 
@@ -121,26 +128,26 @@ export const createTicketCommands = (core: Core, contacts: ContactCommands, quot
     }
   };
 
-  const inboundByTicket = async (workspaceId: string, ticketId: string, content: string): Result<string> => {
+  const inboundByTicket = async (workspaceId: string, ticketId: string, content: string, scope: RequestScope | undefined): Result<string> => {
     const ticket = await readModels.tickets.get(ticketId);
     if (ticket === undefined || ticket.workspace_id !== workspaceId) return left(domainError('TICKET_NOT_FOUND', 'Ticket not found', { ticket_id: ticketId }));
     const contact = await readModels.contacts.get(ticket.contact_id);
     if (contact?.blocked === true) return left(domainError('CONTACT_BLOCKED', 'The contact is blocked', { contact_id: ticket.contact_id }));
-    return postMessage(workspaceId, ticketId, { content, mediaIds: [] }, contactSender(ticket.contact_id, contact?.full_name ?? null));
+    return postMessage(workspaceId, ticketId, { content, mediaIds: [] }, contactSender(ticket.contact_id, contact?.full_name ?? null), scope);
   };
 
-  const inboundByContact = async (workspace: WorkspaceRow, fields: Partial<ContactFields>, content: string): Result<string> => {
-    const contact = await contactFor(workspace.id, fields);
+  const inboundByContact = async (workspace: WorkspaceRow, fields: Partial<ContactFields>, content: string, scope: RequestScope | undefined): Result<string> => {
+    const contact = await contactFor(workspace.id, fields, scope);
     if (contact._tag === 'Left') return contact;
     const { contactId, name } = contact.right;
     const sender = contactSender(contactId, name);
     // One inbound message at a time per contact, so two first messages do not open two tickets.
     return inboundLock(`${workspace.id}/${contactId}`, async () => {
       const ticketId = await openTicketOf(workspace.id, contactId);
-      if (ticketId !== null) return postMessage(workspace.id, ticketId, { content, mediaIds: [] }, sender);
-      const message = await newMessage(workspace.id, { content, mediaIds: [] }, sender);
+      if (ticketId !== null) return postMessage(workspace.id, ticketId, { content, mediaIds: [] }, sender, scope);
+      const message = await newMessage(workspace.id, { content, mediaIds: [] }, sender, scope);
       if (message._tag === 'Left') return message;
-      const created = await create(workspace, contactId, { subject: null, priority: 'normal' }, message.right);
+      const created = await create(workspace, contactId, { subject: null, priority: 'normal' }, message.right, scope);
       return created._tag === 'Left' ? created : right(message.right.messageId);
     });
   };
@@ -149,21 +156,23 @@ export const createTicketCommands = (core: Core, contacts: ContactCommands, quot
     run,
     postMessage,
     /** POST /tickets: the first message, if any, is the contact's. */
-    async open(workspace: WorkspaceRow, input: OpenTicketInput): Result<string> {
+    async open(workspace: WorkspaceRow, input: OpenTicketInput, scope: RequestScope | undefined): Result<string> {
       if (input.message !== null && isEmptyMessage(input.message.content, input.message.mediaIds.length)) return empty();
       const media = await resolveMedia(core.log, workspace.id, input.message?.mediaIds ?? []);
       if (media._tag === 'Left') return media;
-      const contact = await contactFor(workspace.id, input.contact);
+      const contact = await contactFor(workspace.id, input.contact, scope);
       if (contact._tag === 'Left') return contact;
       const { contactId, name } = contact.right;
       const message: NewMessage | null =
-        input.message === null ? null : { messageId: core.resourceId('message'), content: input.message.content, media: media.right, ...contactSender(contactId, name) };
-      return create(workspace, contactId, { subject: input.subject, priority: input.priority }, message);
+        input.message === null ? null : { messageId: core.resourceId('message', scope), content: input.message.content, media: media.right, ...contactSender(contactId, name) };
+      return create(workspace, contactId, { subject: input.subject, priority: input.priority }, message, scope);
     },
     /** POST /messages: returns the message id. */
-    async inbound(workspace: WorkspaceRow, input: InboundInput): Result<string> {
+    async inbound(workspace: WorkspaceRow, input: InboundInput, scope: RequestScope | undefined): Result<string> {
       if (isEmptyMessage(input.content, 0)) return empty();
-      return 'ticketId' in input ? inboundByTicket(workspace.id, input.ticketId, input.content) : inboundByContact(workspace, input.contact, input.content);
+      return 'ticketId' in input
+        ? inboundByTicket(workspace.id, input.ticketId, input.content, scope)
+        : inboundByContact(workspace, input.contact, input.content, scope);
     },
   };
 };

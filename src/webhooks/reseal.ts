@@ -3,6 +3,7 @@
 // so the previous key can then leave WEBHOOK_PREVIOUS_SECRET_KEYS. Each goes through the command
 // handler with the sealed values it read: of several processes resealing at once, one writes and the
 // others find nothing left to do.
+import { noRequest } from '../app/request-scope.js';
 import type { Core } from '../app/core.js';
 import type { SecretBox } from './secrets.js';
 import { runSubscriptionCommand, secretContext, type SealedSecret, type SubscriptionReadModel } from './subscriptions.js';
@@ -30,7 +31,7 @@ export const resealSecrets = async (
     // The previous secret of a rotation's grace period too (the directory leaves out one whose period is over).
     const previous = clear.previous === null || sealedPrevious === null ? {} : { previous: { from: sealedPrevious, to: secrets.encrypt(clear.previous.secret, context) } };
     try {
-      const result = await runSubscriptionCommand(core, workspaceId, id, { kind: 'reseal', from: sealed, to: secrets.encrypt(clear.current, context), ...previous });
+      const result = await runSubscriptionCommand(core, workspaceId, id, { kind: 'reseal', from: sealed, to: secrets.encrypt(clear.current, context), ...previous }, noRequest);
       // A refusal (deleted meanwhile) or no event (resealed by another process) is not ours to count.
       if (result._tag === 'Right' && result.right.records.length > 0) resealed += 1;
     } catch (error) {

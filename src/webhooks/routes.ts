@@ -129,7 +129,7 @@ export const webhookRoutes = (core: Core, deps: WebhookRouteDeps): RouteModule =
 
   /** Runs a command for the caller's workspace; answers once the directory has seen the result. */
   const run = async (ctx: ApiContext, id: string, command: SubscriptionCommand): Promise<CommandResult<SubscriptionState>> => {
-    const result = await runSubscriptionCommand(core, ctx.state.workspace.id, id, command);
+    const result = await runSubscriptionCommand(core, ctx.state.workspace.id, id, command, ctx.state.scope);
     if (result._tag === 'Left') throw failure(result.left);
     const last = result.right.records.at(-1);
     if (last !== undefined) await deps.directory.waitFor(last.position);
@@ -161,9 +161,9 @@ export const webhookRoutes = (core: Core, deps: WebhookRouteDeps): RouteModule =
       router.post('/webhooks', async (ctx) => {
         const body = decode(Create, ctx.request.body, 'body');
         const workspaceId = ctx.state.workspace.id;
-        const id = core.resourceId('webhook');
+        const id = core.resourceId('webhook', ctx.state.scope);
         const secret = newWebhookSecret();
-        await slots.claim(workspaceId, id);
+        await slots.claim(workspaceId, id, ctx.state.scope);
         const { state } = await run(ctx, id, {
           kind: 'create',
           url: body.url,
@@ -174,7 +174,7 @@ export const webhookRoutes = (core: Core, deps: WebhookRouteDeps): RouteModule =
         }).catch(async (error: unknown) => {
           // Refused (unknown event names): nothing was created. Any other failure may have created it,
           // so its slot stays held; if it was not created, a claim at the limit gives it back later.
-          if (error instanceof ApiFailure) await slots.release(workspaceId, id);
+          if (error instanceof ApiFailure) await slots.release(workspaceId, id, ctx.state.scope);
           throw error;
         });
         ctx.status = 201;
@@ -208,7 +208,7 @@ export const webhookRoutes = (core: Core, deps: WebhookRouteDeps): RouteModule =
         // back (a crash before that leaves a claim that a claim at the limit gives back), then the stream goes.
         await run(ctx, id, { kind: 'delete' });
         for (const hook of deps.beforeDeleteAnswered) await hook(id);
-        await slots.release(ctx.state.workspace.id, id);
+        await slots.release(ctx.state.workspace.id, id, ctx.state.scope);
         await core.log.deleteStream(subscriptionStream(id));
         ctx.status = 204;
       });
@@ -217,9 +217,9 @@ export const webhookRoutes = (core: Core, deps: WebhookRouteDeps): RouteModule =
         const { webhook_id: id } = decode(Params, ctx.params, 'path');
         const workspaceId = ctx.state.workspace.id;
         const { state, secrets } = await current(workspaceId, id);
-        const envelope = envelopeOf({ id: core.resourceId('event'), type: WEBHOOK_TEST_EVENT, micros: core.clock(), workspaceId, data: testData(id) });
+        const envelope = envelopeOf({ id: core.resourceId('event', ctx.state.scope), type: WEBHOOK_TEST_EVENT, micros: core.clock(), workspaceId, data: testData(id) });
         const body = Buffer.from(JSON.stringify(envelope));
-        const deliveryId = core.resourceId('delivery');
+        const deliveryId = core.resourceId('delivery', ctx.state.scope);
         const signature = signatureHeaders(secrets, deliveryId, core.clock(), body).contract;
         const outcome = await deps.sender.send({ url: state.url, body, eventType: WEBHOOK_TEST_EVENT, deliveryId, attempt: 1, secrets });
         const result: t.TypeOf<typeof TestResult> = {

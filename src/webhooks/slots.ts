@@ -11,6 +11,7 @@
 // expected revision), so a create still under way can no longer land, and a stream that is abandoned
 // or deleted gives its slot back.
 import type { Core } from '../app/core.js';
+import type { RequestScope } from '../app/request-scope.js';
 import { createCommandHandler, createStateCache, loadState } from '../app/command-handler.js';
 import { claimedBefore, slotsAggregate, slotsStream, type SlotsCommand } from '../domain/subscription/slots.js';
 import { business } from '../http/api-error.js';
@@ -18,9 +19,9 @@ import { runSubscriptionCommand, type SubscriptionDirectory } from './subscripti
 
 export interface SubscriptionSlots {
   /** Holds a slot for a subscription about to be created; 422 WEBHOOK_LIMIT_REACHED when the workspace has none left. */
-  claim(workspaceId: string, subscriptionId: string): Promise<void>;
+  claim(workspaceId: string, subscriptionId: string, scope: RequestScope | undefined): Promise<void>;
   /** Gives the subscription's slot back (nothing to do when it holds none). */
-  release(workspaceId: string, subscriptionId: string): Promise<void>;
+  release(workspaceId: string, subscriptionId: string, scope: RequestScope | undefined): Promise<void>;
 }
 
 /** A claim this old without its subscription was left by a create that died: no create takes this long. */
@@ -30,39 +31,39 @@ const CACHED_WORKSPACES = 1024;
 export const createSubscriptionSlots = (core: Core, directory: SubscriptionDirectory): SubscriptionSlots => {
   // Slot streams are never deleted: the cached fold stays exact, and a claim reads only what is new.
   const handle = createCommandHandler(core.log, core.newId, createStateCache(CACHED_WORKSPACES));
-  const run = (workspaceId: string, command: SlotsCommand) => handle(slotsAggregate, slotsStream(workspaceId), workspaceId, command);
+  const run = (workspaceId: string, command: SlotsCommand, scope: RequestScope | undefined) => handle(slotsAggregate, slotsStream(workspaceId), workspaceId, command, scope);
 
-  const claimOnce = (workspaceId: string, subscriptionId: string) =>
+  const claimOnce = (workspaceId: string, subscriptionId: string, scope: RequestScope | undefined) =>
     run(workspaceId, {
       kind: 'claim',
       subscriptionId,
       max: core.config.webhooks.maxSubscriptions,
       at: core.clock(),
       existing: directory.list(workspaceId).map((row) => row.id),
-    });
+    }, scope);
 
-  const release = async (workspaceId: string, subscriptionId: string): Promise<void> => {
-    await run(workspaceId, { kind: 'release', subscriptionId });
+  const release = async (workspaceId: string, subscriptionId: string, scope: RequestScope | undefined): Promise<void> => {
+    await run(workspaceId, { kind: 'release', subscriptionId }, scope);
   };
 
   /** Gives back the slots of old claims whose subscription never came to be or is deleted; true when any was. */
-  const releaseAbandoned = async (workspaceId: string): Promise<boolean> => {
+  const releaseAbandoned = async (workspaceId: string, scope: RequestScope | undefined): Promise<boolean> => {
     const { state } = await loadState(core.log, slotsStream(workspaceId), slotsAggregate.evolve, slotsAggregate.initial);
     const suspects = claimedBefore(state, core.clock() - ABANDONED_AFTER_US).filter((id) => directory.get(workspaceId, id) === undefined);
     let released = false;
     for (const id of suspects) {
-      const checked = await runSubscriptionCommand(core, workspaceId, id, { kind: 'abandon' });
+      const checked = await runSubscriptionCommand(core, workspaceId, id, { kind: 'abandon' }, scope);
       if (checked._tag === 'Left' || !checked.right.state.deleted) continue;
-      await release(workspaceId, id);
+      await release(workspaceId, id, scope);
       released = true;
     }
     return released;
   };
 
   return {
-    async claim(workspaceId, subscriptionId) {
-      let claimed = await claimOnce(workspaceId, subscriptionId);
-      if (claimed._tag === 'Left' && (await releaseAbandoned(workspaceId))) claimed = await claimOnce(workspaceId, subscriptionId);
+    async claim(workspaceId, subscriptionId, scope) {
+      let claimed = await claimOnce(workspaceId, subscriptionId, scope);
+      if (claimed._tag === 'Left' && (await releaseAbandoned(workspaceId, scope))) claimed = await claimOnce(workspaceId, subscriptionId, scope);
       if (claimed._tag === 'Left') throw business(claimed.left);
     },
     release,

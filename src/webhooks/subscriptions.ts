@@ -6,6 +6,7 @@
 // key is misconfigured, and every delivery and test of that subscription would fail. A secret that
 // arrives live and does not open (written by a misconfigured process) is logged, and the subscription
 // stays unknown here; it is opened once a process that holds its key seals it again.
+import type { RequestScope } from '../app/request-scope.js';
 import type { Core } from '../app/core.js';
 import { createProjectionRunner } from '../app/projection-runner.js';
 import {
@@ -80,8 +81,8 @@ const STREAM_PREFIX = subscriptionStream('');
 /** Additional authenticated data of a sealed secret: it only opens for its own subscription. */
 export const secretContext = (workspaceId: string, subscriptionId: string): string => `webhook/${workspaceId}/${subscriptionId}`;
 
-export const runSubscriptionCommand = (core: Core, workspaceId: string, subscriptionId: string, command: SubscriptionCommand) =>
-  core.handle(subscriptionAggregate(workspaceId), subscriptionStream(subscriptionId), workspaceId, command);
+export const runSubscriptionCommand = (core: Core, workspaceId: string, subscriptionId: string, command: SubscriptionCommand, scope: RequestScope | undefined) =>
+  core.handle(subscriptionAggregate(workspaceId), subscriptionStream(subscriptionId), workspaceId, command, scope);
 
 const rowOf = (id: string, state: SubscriptionState, createdPosition: number, secrets: SigningSecrets, revision: number): SubscriptionRow => ({
   id,

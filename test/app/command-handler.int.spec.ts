@@ -43,7 +43,7 @@ describe('command handler (int, SQLite)', () => {
   it('lands 64 concurrent commands on one stream, each once, in the order they were issued', async () => {
     const log = open();
     const handle = createCommandHandler(log, randomId);
-    const results = await Promise.all(Array.from({ length: 64 }, (_, i) => handle(counter(1000), 'count-1', 'ws', { by: `w${i}` })));
+    const results = await Promise.all(Array.from({ length: 64 }, (_, i) => handle(counter(1000), 'count-1', 'ws', { by: `w${i}` }, undefined)));
     expect(results.every((r) => r._tag === 'Right')).to.equal(true);
     const events = await log.readStream('count-1');
     expect(events.map((e) => e.data['by'])).to.deep.equal(Array.from({ length: 64 }, (_, i) => `w${i}`));
@@ -57,14 +57,14 @@ describe('command handler (int, SQLite)', () => {
 
   it('decides each refusal on the state the commands before it leave', async () => {
     const handle = createCommandHandler(open(), randomId);
-    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => handle(counter(10), 'count-2', 'ws', { by: `w${i}` })));
+    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => handle(counter(10), 'count-2', 'ws', { by: `w${i}` }, undefined)));
     expect(results.map((r) => r._tag)).to.deep.equal([...Array(10).fill('Right'), ...Array(10).fill('Left')]);
   });
 
   it('fails only the command whose decide throws; the rest of its batch lands', async () => {
     const log = open();
     const handle = createCommandHandler(log, randomId);
-    const settled = await Promise.allSettled(Array.from({ length: 10 }, (_, i) => handle(counter(100), 'count-3', 'ws', { by: `w${i}`, explode: i === 4 })));
+    const settled = await Promise.allSettled(Array.from({ length: 10 }, (_, i) => handle(counter(100), 'count-3', 'ws', { by: `w${i}`, explode: i === 4 }, undefined)));
     expect(settled.map((s) => s.status)).to.deep.equal(Array.from({ length: 10 }, (_, i) => (i === 4 ? 'rejected' : 'fulfilled')));
     expect(await log.readStream('count-3')).to.have.length(9);
   });
@@ -79,7 +79,7 @@ describe('command handler (int, SQLite)', () => {
     };
     const aggregate = counter(100);
     const before = log.stats().transactions;
-    const results = await Promise.all(Array.from({ length: 9 }, (_, i) => handle(aggregate, 'count-5', 'ws', { by: `w${i}` }, i === 4 ? appender : undefined)));
+    const results = await Promise.all(Array.from({ length: 9 }, (_, i) => handle(aggregate, 'count-5', 'ws', { by: `w${i}` }, undefined, i === 4 ? appender : undefined)));
     expect(results.every((r) => r._tag === 'Right')).to.equal(true);
     expect(through).to.deep.equal(['w4']);
     expect((await log.readStream('count-5')).map((e) => e.data['by'])).to.deep.equal(Array.from({ length: 9 }, (_, i) => `w${i}`));
@@ -92,7 +92,7 @@ describe('command handler (int, SQLite)', () => {
     const handle = createCommandHandler(log, randomId);
     const refusing = async () => Promise.reject(new Error('the month is used up'));
     const aggregate = counter(100);
-    const settled = await Promise.allSettled(Array.from({ length: 5 }, (_, i) => handle(aggregate, 'count-6', 'ws', { by: `w${i}` }, i === 2 ? refusing : undefined)));
+    const settled = await Promise.allSettled(Array.from({ length: 5 }, (_, i) => handle(aggregate, 'count-6', 'ws', { by: `w${i}` }, undefined, i === 2 ? refusing : undefined)));
     expect(settled.map((s) => s.status)).to.deep.equal(['fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
     expect((await log.readStream('count-6')).map((e) => e.data['by'])).to.deep.equal(['w0', 'w1', 'w3', 'w4']);
   });
@@ -101,7 +101,7 @@ describe('command handler (int, SQLite)', () => {
     const a = open(true);
     const b = open(true);
     const handlers = [createCommandHandler(a, randomId), createCommandHandler(b, randomId)];
-    const results = await Promise.all(Array.from({ length: 64 }, (_, i) => (handlers[i % 2] as (typeof handlers)[0])(counter(1000), 'count-4', 'ws', { by: `w${i}` })));
+    const results = await Promise.all(Array.from({ length: 64 }, (_, i) => (handlers[i % 2] as (typeof handlers)[0])(counter(1000), 'count-4', 'ws', { by: `w${i}` }, undefined)));
     expect(results.every((r) => r._tag === 'Right')).to.equal(true);
     const by = (await a.readStream('count-4')).map((e) => String(e.data['by']));
     expect(by).to.have.length(64);
@@ -114,7 +114,7 @@ describe('command handler (int, SQLite)', () => {
     const losing: EventLog = { ...log, append: async (stream) => Promise.reject(new WrongExpectedRevision(stream, 0, 1)) };
     const handle = createCommandHandler(losing, randomId, undefined, { contentionBoundMs: 200 });
     const started = Date.now();
-    const outcome = await handle(counter(10), 'count-5', 'ws', { by: 'x' }).then(
+    const outcome = await handle(counter(10), 'count-5', 'ws', { by: 'x' }, undefined).then(
       () => null,
       (error: unknown) => error,
     );

@@ -249,7 +249,7 @@ describe('billing clock (e2e)', function () {
       for (const ws of [cut, overridden]) {
         // The billing stream alone, as if the process died after its append and before the mirror.
         const command = { kind: 'subscribe', paid: { plan: 'team', price: 30 }, expiresAt: iso(past + 3_600_000), autoRenew: true, next: null, trial: false } as const;
-        const set = await first.service.core.handle(billingAggregate, billingStream(ws.workspaceId), ws.workspaceId, command);
+        const set = await first.service.core.handle(billingAggregate, billingStream(ws.workspaceId), ws.workspaceId, command, undefined);
         expect(set._tag).to.equal('Right');
       }
       expect((await first.admin('PATCH', `/admin/v1/workspaces/${overridden.workspaceId}`, { plan: 'business' })).status).to.equal(200);

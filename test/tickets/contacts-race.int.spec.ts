@@ -29,7 +29,7 @@ describe('contact upsert across two API servers (int)', () => {
   const withoutAppendAll = (): EventLog => ({ ...log, appendAll: undefined });
 
   const saveWith = async (commands: ReturnType<typeof server>, fields: { email: string; telegram_id?: string }) => {
-    const saved = await commands.save('ws', fields, 'api');
+    const saved = await commands.save('ws', fields, 'api', undefined);
     if (saved._tag === 'Left') throw new Error(saved.left.message);
     return saved.right.contactId;
   };

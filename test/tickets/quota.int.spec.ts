@@ -5,7 +5,6 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { monthOf, quotaStream } from '../../src/domain/ticket/quota.js';
 import { WrongExpectedRevision, type EventLog, type NewEvent } from '../../src/log/event-log.js';
-import { runUnderClaim } from '../../src/app/request-claim.js';
 import { openSqliteLog } from '../../src/log/sqlite.js';
 import { randomId } from '../../src/shared/ids.js';
 import { createTicketQuota } from '../../src/tickets/quota.js';
@@ -23,7 +22,7 @@ describe('monthly ticket quota claimer (int)', () => {
   afterEach(() => log.close());
 
   const claims = (quota: ReturnType<typeof createTicketQuota>, count: number, limit: number) =>
-    Promise.all(Array.from({ length: count }, () => quota.claim('ws', limit, randomId())));
+    Promise.all(Array.from({ length: count }, () => quota.claim('ws', limit, randomId(), false)));
 
   it('grants exactly the limit when two claimers (two API servers) race on one month, in one group commit each round', async () => {
     const one = createTicketQuota(log, () => NOW, randomId);
@@ -52,7 +51,7 @@ describe('monthly ticket quota claimer (int)', () => {
     Promise.all(
       Array.from({ length: count }, async () => {
         const ticketId = randomId();
-        return (await quota.countAndAppend('ws', limit, ticketId, ticketOf(ticketId))) === null ? null : ticketId;
+        return (await quota.countAndAppend('ws', limit, ticketId, ticketOf(ticketId), false)) === null ? null : ticketId;
       }),
     );
   const counted = async () => (await log.readStream(quotaStream('ws', monthOf(NOW)))).map((e) => String(e.data['ticket_id']));
@@ -82,7 +81,7 @@ describe('monthly ticket quota claimer (int)', () => {
     const two = createTicketQuota(log, () => NOW, randomId);
     const tried = Array.from({ length: 60 }, () => randomId());
     const results = await Promise.all([
-      ...tried.map((ticketId, i) => (i % 2 === 0 ? one : two).countAndAppend('ws', 25, ticketId, ticketOf(ticketId))),
+      ...tried.map((ticketId, i) => (i % 2 === 0 ? one : two).countAndAppend('ws', 25, ticketId, ticketOf(ticketId), false)),
       claims(two, 5, 25),
     ]);
     const granted = tried.filter((_, i) => results[i] !== null);
@@ -96,7 +95,7 @@ describe('monthly ticket quota claimer (int)', () => {
     const quota = createTicketQuota(log, () => NOW, randomId);
     const taken = randomId();
     await log.append(`ticket-${taken}`, ticketOf(taken).events, 'no_stream');
-    const failed = await quota.countAndAppend('ws', 1, taken, ticketOf(taken)).catch((e: unknown) => e);
+    const failed = await quota.countAndAppend('ws', 1, taken, ticketOf(taken), false).catch((e: unknown) => e);
     expect(failed).to.be.instanceOf(WrongExpectedRevision).with.property('stream', `ticket-${taken}`);
     expect(await counted()).to.deep.equal([]);
     const next = await creations(quota, 2, 1);
@@ -118,8 +117,8 @@ describe('monthly ticket quota claimer (int)', () => {
     const quota = createTicketQuota(log, () => NOW, randomId);
     const ticketId = randomId();
     // The first run, on a release that counted and created in two commits, stopped between them.
-    expect(await quota.claim('ws', 1, ticketId)).to.equal(true);
-    const resumed = await runUnderClaim(randomId(), true, () => quota.countAndAppend('ws', 1, ticketId, ticketOf(ticketId)));
+    expect(await quota.claim('ws', 1, ticketId, false)).to.equal(true);
+    const resumed = await quota.countAndAppend('ws', 1, ticketId, ticketOf(ticketId), true);
     expect(resumed?.records.map((e) => e.stream)).to.deep.equal([`ticket-${ticketId}`]);
     expect(await counted()).to.deep.equal([ticketId]);
     // Not resumed, the same ticket would be a new one: the month is used up.

@@ -41,7 +41,7 @@ describe('resealing webhook secrets', () => {
     const id = randomId();
     const secret = `whsec_${id}`;
     const sealed = box.encrypt(secret, secretContext(WS, id));
-    await runSubscriptionCommand(core, WS, id, { kind: 'create', url: 'https://x.test/h', events: [], description: '', secretEncrypted: sealed, at: '2026-01-01T00:00:00' });
+    await runSubscriptionCommand(core, WS, id, { kind: 'create', url: 'https://x.test/h', events: [], description: '', secretEncrypted: sealed, at: '2026-01-01T00:00:00' }, undefined);
     return { workspaceId: WS, id, secrets: { current: secret, previous: null }, sealed, sealedPrevious: null };
   };
 
@@ -66,7 +66,7 @@ describe('resealing webhook secrets', () => {
     const raced = await subscription(createSecretBox(A));
     const deleted = await subscription(createSecretBox(A));
     await resealSecrets(core, { secrets: () => [raced] }, ring, never);
-    await runSubscriptionCommand(core, WS, deleted.id, { kind: 'delete' });
+    await runSubscriptionCommand(core, WS, deleted.id, { kind: 'delete' }, undefined);
 
     // The same stale list, as a second process read it before the first resealed.
     expect(await resealSecrets(core, { secrets: () => [raced, deleted] }, ring, never)).to.deep.equal({ resealed: 0, failed: 0 });
@@ -79,9 +79,9 @@ describe('resealing webhook secrets', () => {
     const handle = core.handle;
     const failing = {
       ...core,
-      handle: ((aggregate, stream, workspaceId, command) => {
+      handle: ((aggregate, stream, workspaceId, command, scope) => {
         if (stream === subscriptionStream(first.id)) return Promise.reject(new Error('log unavailable'));
-        return handle(aggregate, stream, workspaceId, command);
+        return handle(aggregate, stream, workspaceId, command, scope);
       }) as Core['handle'],
     };
     expect(await resealSecrets(failing, { secrets: () => [first, second] }, ring, never)).to.deep.equal({ resealed: 1, failed: 1 });

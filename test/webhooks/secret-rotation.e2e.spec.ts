@@ -148,7 +148,7 @@ describe('webhook secret key rotation (e2e)', function () {
     // As a process misconfigured with key C would write it.
     const sealedByC = createSecretBox(Buffer.from(KEY_C, 'hex')).encrypt(secret, context);
     const create = { kind: 'create', url: receiver.url, events: [], description: '', secretEncrypted: sealedByC, at: '2026-01-01T00:00:00' } as const;
-    expect((await runSubscriptionCommand(server.service.core, ws.workspaceId, id, create))._tag).to.equal('Right');
+    expect((await runSubscriptionCommand(server.service.core, ws.workspaceId, id, create, undefined))._tag).to.equal('Right');
 
     const reply = await ws.api('POST', `/api/v1/webhooks/${id}/test`);
     expect(reply.status, JSON.stringify(reply.body)).to.equal(503);
@@ -164,7 +164,7 @@ describe('webhook secret key rotation (e2e)', function () {
     // A process that holds C and has B as its current key seals it again: this server opens it now.
     const withB = createSecretBox(Buffer.from(KEY_B, 'hex'), [Buffer.from(KEY_C, 'hex')]);
     const reseal = { kind: 'reseal', from: sealedByC, to: withB.encrypt(secret, context) } as const;
-    expect((await runSubscriptionCommand(server.service.core, ws.workspaceId, id, reseal))._tag).to.equal('Right');
+    expect((await runSubscriptionCommand(server.service.core, ws.workspaceId, id, reseal, undefined))._tag).to.equal('Right');
     await eventually('the resealed subscription listed', async () => (await ws.api('GET', '/api/v1/webhooks')).body.items.length === 1);
     await expectTestSigned(ws.apiKey, { id, secret });
   });

@@ -82,7 +82,7 @@ describe('webhook subscription cap (e2e)', () => {
       for (let i = 0; i < 2; i++) {
         const id = randomId();
         const secretEncrypted = secrets.encrypt('older-secret', secretContext(ws.workspaceId, id));
-        await runSubscriptionCommand(core, ws.workspaceId, id, { kind: 'create', url: HOOK.url, events: [], description: 'older', secretEncrypted, at: '2026-01-01T00:00:00' });
+        await runSubscriptionCommand(core, ws.workspaceId, id, { kind: 'create', url: HOOK.url, events: [], description: 'older', secretEncrypted, at: '2026-01-01T00:00:00' }, undefined);
       }
       await eventually('the older subscriptions listed', async () => (await listed()).length === 2);
       expect((await create()).status).to.equal(201);
@@ -135,7 +135,7 @@ describe('webhook subscription cap (e2e)', () => {
       const kept = (await create()).body.id as string;
       // A delete that died after its marker: the subscription is gone, its slot still held.
       const halfDeleted = (await create()).body.id as string;
-      expect((await runSubscriptionCommand(ts.service.core, ws.workspaceId, halfDeleted, { kind: 'delete' }))._tag).to.equal('Right');
+      expect((await runSubscriptionCommand(ts.service.core, ws.workspaceId, halfDeleted, { kind: 'delete' }, undefined))._tag).to.equal('Right');
       // A create that died after its claim: a slot held for a subscription that never came to be.
       const neverCreated = randomId();
       const [last] = (await log.readStream(slotsStream(ws.workspaceId))).slice(-1);
@@ -153,7 +153,7 @@ describe('webhook subscription cap (e2e)', () => {
       expect(freed.map((r) => r.status)).to.deep.equal([201, 201]);
       expectLimitReached(await create(), 3);
       // The create that never came can no longer land: its stream is taken.
-      const late = await runSubscriptionCommand(ts.service.core, ws.workspaceId, neverCreated, { kind: 'create', url: HOOK.url, events: [], description: '', secretEncrypted: 'sealed', at: '2026-01-01T00:00:00' });
+      const late = await runSubscriptionCommand(ts.service.core, ws.workspaceId, neverCreated, { kind: 'create', url: HOOK.url, events: [], description: '', secretEncrypted: 'sealed', at: '2026-01-01T00:00:00' }, undefined);
       expect(late._tag === 'Left' && late.left.code).to.equal('CONFLICT');
       expect((await log.readStream(subscriptionStream(neverCreated))).map((e) => e.type)).to.deep.equal(['webhook.subscription_abandoned']);
       expect(await listed()).to.have.members([kept, ...freed.map((r) => r.body.id)]);

@@ -93,7 +93,7 @@ describe('webhook management (e2e)', () => {
     const { id } = await create();
     const core = service.service.core;
     for (const deliveryId of ['d1', 'd2', 'd3', 'd4', 'd5']) {
-      const result = await runSubscriptionCommand(core, ws.workspaceId, id, { kind: 'record_delivery_failed', deliveryId, round: 1 });
+      const result = await runSubscriptionCommand(core, ws.workspaceId, id, { kind: 'record_delivery_failed', deliveryId, round: 1 }, undefined);
       expect(result._tag).to.equal('Right');
     }
     const off = await ws.api('PATCH', `/api/v1/webhooks/${id}`, {});

@@ -2,7 +2,7 @@
 // business envelope; their stack goes to the log, never to the client.
 import type Koa from 'koa';
 import { StreamContended } from '../../app/command-handler.js';
-import { recordingWrites } from '../../app/request-writes.js';
+import type { RequestScope } from '../../app/request-scope.js';
 import type * as t from 'io-ts';
 import { ApiFailure, type ApiError, type BusinessErrorBody, type ShortErrorBody, type ValidationErrorBody } from '../api-error.js';
 import { setHeaders } from '../response-headers.js';
@@ -61,15 +61,17 @@ const writtenThenFailed = new ApiFailure({
 });
 
 export const errors = (): Koa.Middleware => async (ctx, next) => {
-  const writes = { wrote: false };
+  // The request's scope, which its commands mark when they append (app/request-scope.ts).
+  const scope: RequestScope = { wrote: false };
+  ctx.state.scope = scope;
   try {
-    await recordingWrites(writes, next);
+    await next();
   } catch (caught) {
     renderFailure(ctx, caught);
     // A 503 tells the client nothing was written (its store went away after the write, or a later
     // append lost its races). A keyed request is answered inside the idempotency middleware, where
     // the 503 stands: its retry under the same key resumes it.
-    if (ctx.status === 503 && writes.wrote) {
+    if (ctx.status === 503 && scope.wrote) {
       ctx.remove('Retry-After');
       renderFailure(ctx, writtenThenFailed);
     }

@@ -19,7 +19,8 @@ import { createHash } from 'node:crypto';
 import type Koa from 'koa';
 import type { CommandHandler } from '../../app/command-handler.js';
 import { holderGone, thisHolder } from '../../app/holder.js';
-import { runUnderClaim } from '../../app/request-claim.js';
+import { newClaim } from '../../app/request-claim.js';
+import type { RequestScope } from '../../app/request-scope.js';
 import { domainError } from '../../domain/errors.js';
 import { CLAIM_METADATA, idempotencyKeyAggregate, verdictOf, type ClaimRef, type RecordedAnswer } from '../../domain/idempotency/idempotency.js';
 import type { EventLog, Json } from '../../log/event-log.js';
@@ -125,6 +126,8 @@ export const idempotency = (options: IdempotencyOptions): Koa.Middleware => {
       throw invalid([{ type: 'value_error', loc: ['header', 'idempotency-key'], msg: 'Idempotency-Key should be 1 to 255 visible ASCII characters' }]);
     }
     const workspaceId: string | undefined = (ctx.state as { workspace?: { id: string } }).workspace?.id;
+    // The errors middleware made it; the key's own events mark it too.
+    const requestScope = ((ctx.state as { scope?: RequestScope }).scope ??= { wrote: false });
     const scope = workspaceId ?? 'admin';
     const stream = idempotencyStream(scope, key);
     const multipart = options.multipart.has(ctx.path);
@@ -153,7 +156,7 @@ export const idempotency = (options: IdempotencyOptions): Koa.Middleware => {
             request_id: String(ctx.state.requestId),
           },
         };
-        await handle(idempotencyKeyAggregate, stream, scope, { kind: 'answer', claim: abandoned, answer: lost, nowMs: nowMs() });
+        await handle(idempotencyKeyAggregate, stream, scope, { kind: 'answer', claim: abandoned, answer: lost, nowMs: nowMs() }, requestScope);
         return replay(ctx, lost, stream);
       }
     }
@@ -166,17 +169,21 @@ export const idempotency = (options: IdempotencyOptions): Koa.Middleware => {
       leaseMs,
       holder: thisHolder,
       takeover: abandoned,
-    });
+    }, requestScope);
     if (claimed._tag === 'Left') throw business(claimed.left, claimed.left.code === 'CONFLICT' ? { 'Retry-After': '1' } : {});
     const now = claimed.right.state;
     if (now.kind === 'answered' && claimed.right.records.length === 0) return replay(ctx, now.answer, stream);
     if (now.kind !== 'claimed') throw new Error(`idempotency key ${stream}: claimed, but the key is ${now.kind}`);
     const mine: ClaimRef = { claimId, leaseUntilMs: now.leaseUntilMs };
 
+    // The route's commands carry the claim; the key's own events below do not.
+    requestScope.claim = newClaim(claimId, resumed);
     try {
-      await runUnderClaim(claimId, resumed, next);
+      await next();
     } catch (caught) {
       renderFailure(ctx, caught);
+    } finally {
+      delete requestScope.claim;
     }
     const body = (ctx.body ?? null) as Json;
     const answer: RecordedAnswer =
@@ -187,7 +194,7 @@ export const idempotency = (options: IdempotencyOptions): Koa.Middleware => {
       ? ({ kind: 'release', claim: mine } as const)
       : ({ kind: 'answer', claim: mine, answer, nowMs: nowMs() } as const);
     // The answer stands even if recording it fails: the claim then expires and the log decides.
-    await handle(idempotencyKeyAggregate, stream, scope, settle).catch((error: unknown) => {
+    await handle(idempotencyKeyAggregate, stream, scope, settle, requestScope).catch((error: unknown) => {
       console.error(`idempotency key ${stream}: recording the answer failed:`, error);
     });
     return undefined;

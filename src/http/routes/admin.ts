@@ -25,7 +25,7 @@ export const adminRoutes = (deps: AdminDeps): RouteModule => {
 
   const run = async (ctx: ApiContext, command: WorkspaceCommand) => {
     const { workspace_id } = decode(Id, { workspace_id: ctx.params['workspace_id'] }, 'path');
-    const result = await deps.workspaces.run(workspace_id, command);
+    const result = await deps.workspaces.run(workspace_id, command, ctx.state.scope);
     if (result._tag === 'Left') throw business(result.left);
     await deps.settled(result.right.records.at(-1)?.position ?? 0);
     return result.right.state;
@@ -35,7 +35,7 @@ export const adminRoutes = (deps: AdminDeps): RouteModule => {
     admin(router) {
       router.post('/workspaces', async (ctx) => {
         const body = decode(CreateWorkspace, ctx.request.body, 'body');
-        const created = await deps.workspaces.create(body.name, body.plan ?? deps.defaultPlan);
+        const created = await deps.workspaces.create(body.name, body.plan ?? deps.defaultPlan, ctx.state.scope);
         await deps.settled(created.position);
         ctx.status = 201;
         // An API key in the answer: an Idempotency-Key's record of it is sealed.
@@ -56,7 +56,7 @@ export const adminRoutes = (deps: AdminDeps): RouteModule => {
       });
       router.post('/workspaces/:workspace_id/keys', async (ctx) => {
         const { workspace_id } = decode(Id, ctx.params, 'path');
-        const issued = await deps.workspaces.issueKey(workspace_id);
+        const issued = await deps.workspaces.issueKey(workspace_id, ctx.state.scope);
         if (issued._tag === 'Left') throw issued.left.code === 'WORKSPACE_NOT_FOUND' ? notFound('Workspace') : business(issued.left);
         await deps.settled(issued.right.position);
         ctx.status = 201;

@@ -5,6 +5,7 @@
 // (Redis, in the dispatcher role when REDIS_URL is set). No routes: the delivery history and manual
 // retry are served by the API servers (src/webhooks/dispatch/history.ts). It also drives the history
 // replays the API records (replay-runner.ts), leased to one dispatcher at a time (Redis when shared).
+import { noRequest } from '../../app/request-scope.js';
 import type { Core, FeatureFactory } from '../../app/core.js';
 import { createWebhooksFeature, type WebhookExtension } from '../feature.js';
 import { runSubscriptionCommand } from '../subscriptions.js';
@@ -46,7 +47,7 @@ export const webhookDispatchFrom = (source: EventSource, { shared, records, leas
     maxInFlightPerWorkspace: webhooks.maxInFlightPerWorkspace,
     ...(records === undefined ? {} : { records }),
     async report(workspaceId, subscriptionId, report) {
-      const result = await runSubscriptionCommand(core, workspaceId, subscriptionId, report);
+      const result = await runSubscriptionCommand(core, workspaceId, subscriptionId, report, noRequest);
       // A subscription deleted meanwhile has nothing left to count.
       const last = result._tag === 'Right' ? result.right.records.at(-1) : undefined;
       // The next report of this subscription reads the count from the directory: let it catch up.

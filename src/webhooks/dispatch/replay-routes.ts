@@ -98,7 +98,7 @@ export const replayRoutes = (core: Core, deps: { history: DeliveryHistoryReader;
         const subscription = subscriptionOf(ctx);
         if (body.until !== undefined && body.until < body.since) throw invalid([{ type: 'value_error', loc: ['body', 'until'], msg: 'until should not be before since' }]);
         if (!subscription.isActive) throw business(domainError('CONFLICT', 'Webhook is inactive: activate it first', { webhook_id: subscription.id }));
-        const replayId = core.resourceId('replay');
+        const replayId = core.resourceId('replay', ctx.state.scope);
         const result = await core.handle(replayAggregate, replayStream(subscription.id), subscription.workspaceId, {
           kind: 'request',
           replayId,
@@ -110,7 +110,7 @@ export const replayRoutes = (core: Core, deps: { history: DeliveryHistoryReader;
           types: body.types ?? subscription.events,
           onlyFailed: body.only_failed ?? false,
           at: core.clock(),
-        });
+        }, ctx.state.scope);
         if (result._tag === 'Left') throw business(result.left);
         const replay = result.right.state.get(replayId);
         if (replay === undefined) throw new Error(`replay ${replayId} not recorded`);

@@ -2,9 +2,9 @@
 // transaction. One multi-row INSERT per call would be atomic by itself, but cost SQLite 14% more
 // CPU a row than single-row statements (the log's schema and rows, 1 to 3 a call, the two ways
 // alternating in one process). A savepoint per call would copy every page it touched into a
-// sub-journal. So a row that fails (an id already
-// in the log) takes the rows its call inserted before it out again, and gives their positions back:
-// a call that throws leaves nothing behind, not even a gap.
+// sub-journal. So a row that fails (an id already in the log) takes the rows its call inserted
+// before it out again, and gives their positions back: a call that throws leaves nothing behind,
+// not even a gap.
 import type Database from 'better-sqlite3';
 
 /** id, stream, revision, workspace_id, type, data, metadata, feed_offset */

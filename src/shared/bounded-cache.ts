@@ -23,6 +23,10 @@ export const createBoundedCache = <V>(capacity: number): BoundedCache<V> => {
   const entries = new Map<string, Entry<V>>();
   const slots = new Array<string | undefined>(capacity);
   let hand = 0;
+  // Slots below it were taken since the last clear: a clear empties those only (a log connection
+  // clears its revisions at every batch after another connection's commit: the whole ring of 65,536
+  // slots took 124 µs).
+  let taken = 0;
 
   /** The slot a new key takes: at most two turns of the hand, the first clearing every mark. */
   const freeSlot = (): number => {
@@ -57,12 +61,14 @@ export const createBoundedCache = <V>(capacity: number): BoundedCache<V> => {
       }
       const slot = freeSlot();
       slots[slot] = key;
+      taken = Math.max(taken, slot + 1);
       entries.set(key, { value, slot, used: false });
     },
     delete: (key) => void entries.delete(key),
     clear() {
       entries.clear();
-      slots.fill(undefined);
+      slots.fill(undefined, 0, taken);
+      taken = 0;
       hand = 0;
     },
   };

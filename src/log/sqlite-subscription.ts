@@ -55,17 +55,17 @@ export const foreignCommits = (dataVersion: () => number, commits: CommitSignal,
   };
 };
 
-export interface Page {
-  readonly events: readonly RecordedEvent[];
+export interface Page<T extends { readonly position: number } = RecordedEvent> {
+  readonly events: readonly T[];
   /** Every event at or below this position has been considered (returned or filtered out). */
   readonly scannedTo: number;
 }
 
-export const subscribeLoop = (
+export const subscribeLoop = <T extends { readonly position: number }>(
   after: number,
-  readPage: (after: number) => Page,
+  readPage: (after: number) => Page<T>,
   commits: CommitSignal,
-  handler: (event: RecordedEvent) => Promise<void> | void,
+  handler: (event: T) => Promise<void> | void,
   scanned?: (position: number) => void,
 ): LogSubscription => {
   let stopped = false;

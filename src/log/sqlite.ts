@@ -3,7 +3,7 @@
 // per process in BEGIN IMMEDIATE transactions; stream revisions, positions and each workspace's last
 // offset are read inside the write transaction, so offsets strictly increase per workspace in commit
 // order whichever process commits.
-import { PUBLIC_EVENT_TYPES, isPublicEventType } from '../domain/event-types.js';
+import { isPublicEventType } from '../domain/event-types.js';
 import { systemMicros, type MicrosClock } from './clock.js';
 import {
   LogUnavailable,
@@ -11,6 +11,7 @@ import {
   type AppendResult,
   type EventLog,
   type ExpectedRevision,
+  type LogSubscription,
   type NewEvent,
   type ReadAllOptions,
   type RecordedEvent,
@@ -90,6 +91,10 @@ export const openSqliteLog = (options: SqliteLogOptions): SqliteEventLog => {
     head: db.prepare('SELECT max(position) FROM events').pluck(),
     // Changes when another connection commits.
     dataVersion: db.prepare('PRAGMA data_version').pluck(),
+    // What watchFeed tells of each public event (offsets are given to public events alone). In
+    // position order through the rowid: the feed index would have to be sorted. Its live tail passes
+    // each row once, reading its header only unless the row is public.
+    feedMarks: db.prepare('SELECT position, workspace_id, feed_offset FROM events NOT INDEXED WHERE position > ? AND feed_offset IS NOT NULL ORDER BY position LIMIT ?').raw(),
     saveOffset: db.prepare(
       'INSERT INTO workspace_offsets (workspace_id, last_offset) VALUES (?, ?) ON CONFLICT (workspace_id) DO UPDATE SET last_offset = excluded.last_offset',
     ),
@@ -247,18 +252,31 @@ export const openSqliteLog = (options: SqliteLogOptions): SqliteEventLog => {
 
   // The head is read before the page: the page's snapshot is the same or later, so it holds every
   // matching event up to that head even when another process commits in between.
-  const readPage = (filter: Pick<ReadAllOptions, 'types' | 'workspaceId'>) => (after: number): Page => {
+  const pageOf = <T extends { readonly position: number }>(read: (after: number) => T[]) => (after: number): Page<T> => {
     const head = headNow();
-    const events = reads.all({ ...filter, after, limit: pageSize }).map(toRecord);
+    const events = read(after);
     const full = events.length === pageSize;
-    return { events, scannedTo: full ? (events.at(-1) as RecordedEvent).position : head };
+    return { events, scannedTo: full ? (events.at(-1) as T).position : head };
   };
+  const readPage = (filter: Pick<ReadAllOptions, 'types' | 'workspaceId'>) => pageOf((after) => reads.all({ ...filter, after, limit: pageSize }).map(toRecord));
+  /**
+   * Position, workspace and offset of each public event, without its data: watchFeed's handler
+   * needs no more, and parsing every public event's data for it doubled what the main thread of a
+   * busy API server parsed.
+   */
+  const readFeedMarks = pageOf((after) =>
+    (statements.feedMarks.all(after, pageSize) as [number, string, number][]).map(([position, workspaceId, offset]) => ({ position, workspaceId, offset })),
+  );
 
-  const subscribe: EventLog['subscribe'] = (options, handler) => {
-    ensureOpen();
-    const { after, scanned, ...filter } = options;
+  /** A subscribeLoop over `page` that also hears other processes' commits, and is stopped at close. */
+  const follow = <T extends { readonly position: number }>(
+    after: number,
+    page: (after: number) => Page<T>,
+    handler: (event: T) => Promise<void> | void,
+    scanned?: (position: number) => void,
+  ): LogSubscription => {
     const unlisten = foreign?.listen();
-    const subscription = subscribeLoop(after, readPage(filter), commits, handler, scanned);
+    const subscription = subscribeLoop(after, page, commits, handler, scanned);
     subscriptions.add(subscription);
     const forget = (): void => {
       subscriptions.delete(subscription);
@@ -266,6 +284,12 @@ export const openSqliteLog = (options: SqliteLogOptions): SqliteEventLog => {
     };
     void subscription.done.then(forget, forget);
     return subscription;
+  };
+
+  const subscribe: EventLog['subscribe'] = (options, handler) => {
+    ensureOpen();
+    const { after, scanned, ...filter } = options;
+    return follow(after, readPage(filter), handler, scanned);
   };
 
   return {
@@ -295,7 +319,7 @@ export const openSqliteLog = (options: SqliteLogOptions): SqliteEventLog => {
     // carries its offset) by the time the tail, started at the head of now, meets it.
     watchFeed: async (handler) => {
       ensureOpen();
-      return subscribe({ after: headNow(), types: PUBLIC_EVENT_TYPES }, (event) => handler(event.workspaceId, event.offset as number));
+      return follow(headNow(), readFeedMarks, (mark) => handler(mark.workspaceId, mark.offset));
     },
     // Through the writer, so it lands in call order relative to appends already submitted.
     deleteStream: async (stream) => {

@@ -1,7 +1,9 @@
 // The relay (role `relay`): tails the log in order from its durable checkpoint and produces every
 // sequenced public event's envelope to the topic, keyed by workspace. Records are batched (up to
-// `maxBatch`, waiting at most `lingerMs` for more) into one send with acks from all in-sync replicas;
-// the checkpoint moves only past batches the broker acknowledged, so a crash repeats, never loses.
+// `maxBatch`, waiting at most `lingerMs` for more) into one send with acks from all in-sync replicas.
+// One send is in flight at a time and what the tail hands over meanwhile is the next batch, so batches
+// grow with the load without lingering (0 by default: a batch is what one turn of the tail read).
+// The checkpoint moves only past batches the broker acknowledged, so a crash repeats, never loses.
 // A failed send is retried with a fresh producer until it goes through, holding everything behind it
 // in order: while Kafka is down the tail stops reading (back-pressure) and catches up afterwards.
 import { Partitioners, type Kafka, type Producer } from 'kafkajs';
@@ -40,7 +42,7 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 
 export const createRelay = (options: RelayOptions): Relay => {
   const { log, kafka, topic, checkpoint } = options;
-  const lingerMs = options.lingerMs ?? 5;
+  const lingerMs = options.lingerMs ?? 0;
   const maxBatch = options.maxBatch ?? 500;
   const checkpointEveryMs = options.checkpointEveryMs ?? 1000;
   const retryDelayMs = options.retryDelayMs ?? 1000;

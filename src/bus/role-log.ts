@@ -8,6 +8,8 @@ import type { MicrosClock } from '../log/clock.js';
 import type { EventLog } from '../log/event-log.js';
 import { openSqliteLog } from '../log/sqlite.js';
 
+const RELAY_POLL_MS = 2;
+
 /**
  * The role's log: EventStoreDB when EVENTSTORE_URL is set (the sequencer runs in relay or all), else
  * the SQLite file, shared by the processes of one host, and by the embedded role's threads (one
@@ -31,7 +33,11 @@ export const openRoleLog = async (config: Config, clock: MicrosClock, thread: 'm
   // its commits skip the fsync (a lost record repeats an attempt, at least once as always). The
   // indexer's only reads.
   const durability = thread === 'main' && config.role !== 'dispatcher' ? 'full' : 'relaxed';
-  return openSqliteLog({ file, clock, shared: true, durability, ...(commitsChannel === undefined ? {} : { commitsChannel }) });
+  // The relay learns of the API servers' commits by this poll alone, and every event waits for it on
+  // its way to Kafka and the dispatchers: it looks every 2 ms where the other roles look every 10
+  // (a look reads the WAL index: 2.4 µs here, so about 1.2 ms of CPU a second).
+  const pollIntervalMs = config.role === 'relay' ? RELAY_POLL_MS : undefined;
+  return openSqliteLog({ file, clock, shared: true, durability, ...(pollIntervalMs === undefined ? {} : { pollIntervalMs }), ...(commitsChannel === undefined ? {} : { commitsChannel }) });
 };
 
 /** The log of the embedded role's dispatcher thread, or of its history indexer: its own connection, never the sequencer. */

@@ -19,8 +19,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { clusterEnv, createProcessGroup, type ProcessGroup, type RoleProcess } from '../../test/support/processes.js';
 import { Agent, request } from 'undici';
+import { clusterEnv, createProcessGroup, type ProcessGroup, type RoleProcess } from '../../test/support/processes.js';
 import { send } from '../torture/http.js';
 import { engine as engineAt } from './engines.js';
 import { punctual, scrapePunctuality, since, type Tally } from './engine-punctuality.js';
@@ -69,13 +69,13 @@ const setUp = async (url: string, receiverUrl: string): Promise<Workspace> => {
 
 const newTicket = (n: number) => ({ contact: { email: `sustained-${n}@example.com` }, subject: `Order ${n}`, message: 'Where is my order?' });
 
-/** One write: a message on a known ticket, or (one in ten) a new ticket. Resolves with its latency, or null when it failed. */
 // The writers' own client: undici's request on kept-alive connections. The service shares this
-// host's two cores with its clients, and fetch (with a timeout signal per request) took three to four
-// times the CPU a write: about 0.9 ms where this takes 0.25, so the write ceiling was partly the client's.
+// host's two cores with its clients, and fetch (with a timeout signal per request) took about six
+// times the client's CPU a request (650 µs against 100 against a bare server): the write ceiling was
+// partly the client's.
 const writers = new Agent({ connections: CEILING_CLIENTS, headersTimeout: 30_000, bodyTimeout: 30_000 });
 
-/** One write (a new ticket, else a message on one of the workspace's tickets): its latency in ms, null when it failed. */
+/** One write: a message on a known ticket, or (one in ten) a new ticket. Resolves with its latency, or null when it failed. */
 const write = async (url: string, ws: Workspace, n: number): Promise<number | null> => {
   const started = performance.now();
   const [p, body] = n % 10 === 0 ? ['/api/v1/tickets', newTicket(TICKETS + n)] : [`/api/v1/tickets/${ws.tickets[n % ws.tickets.length]}/messages`, { content: `message ${n}` }];

@@ -70,9 +70,9 @@ const setUp = async (url: string, receiverUrl: string): Promise<Workspace> => {
 const newTicket = (n: number) => ({ contact: { email: `sustained-${n}@example.com` }, subject: `Order ${n}`, message: 'Where is my order?' });
 
 // The writers' own client: undici's request on kept-alive connections. The service shares this
-// host's two cores with its clients, and fetch (with a timeout signal per request) took about six
-// times the client's CPU a request (650 µs against 100 against a bare server): the write ceiling was
-// partly the client's.
+// host's two cores with its clients, and fetch (with a timeout signal per request) took seven to nine
+// times the client's CPU a request (about 630 µs against 80, against a bare server): the write ceiling
+// was partly the client's.
 const writers = new Agent({ connections: CEILING_CLIENTS, headersTimeout: 30_000, bodyTimeout: 30_000 });
 
 /** One write: a message on a known ticket, or (one in ten) a new ticket. Resolves with its latency, or null when it failed. */

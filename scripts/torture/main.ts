@@ -17,7 +17,7 @@ import { send } from './http.js';
 import { createLedger, record, type Ledger, type Workspace } from './ledger.js';
 import { createPoller, runPoller } from './pollers.js';
 import { createRandom } from './random.js';
-import { createClusterUnderTest } from './cluster.js';
+import { createClusterUnderTest, type Target } from './cluster.js';
 import { ADMIN_TOKEN, createServiceUnderTest, type ServiceUnderTest } from './service.js';
 import { runClient } from './traffic.js';
 import { startHooks, type Hooks } from './webhooks.js';
@@ -39,6 +39,8 @@ export interface TortureOptions {
   readonly onCycle?: (service: ServiceUnderTest, cycle: number) => Promise<void>;
   /** The distributed mode instead of the embedded service (it starts its own Kafka and Redis). */
   readonly distributed?: boolean;
+  /** The distributed mode's crash targets, in rotation (default all). */
+  readonly targets?: readonly Target[];
 }
 
 export interface Summary {
@@ -108,7 +110,7 @@ export const runTorture = async (o: TortureOptions): Promise<TortureResult> => {
   const started = Date.now();
   const dataDir = mkdtempSync(path.join(tmpdir(), 'sp-torture-'));
   const random = createRandom(o.seed);
-  const service = o.distributed === true ? createClusterUnderTest(dataDir, { random: random.fork(), log: o.log }) : createServiceUnderTest(dataDir);
+  const service = o.distributed === true ? createClusterUnderTest(dataDir, { random: random.fork(), log: o.log, ...(o.targets === undefined ? {} : { targets: o.targets }) }) : createServiceUnderTest(dataDir);
   const ledger: Ledger = createLedger();
   const findings = createFindings();
   const baseUrl = () => service.url;

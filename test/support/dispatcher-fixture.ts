@@ -59,3 +59,9 @@ export const recordingDeps = (log: SqliteEventLog, subscriptions: SubscriptionDi
   maxInFlightPerSubscription: 4,
   maxInFlightPerWorkspace: 8,
 });
+
+/** The `n`th public event of the workspace (a ticket's creation), as the bus hands it over. */
+export const appendPublicEvent = async (log: SqliteEventLog, workspaceId: string, n: number): Promise<RecordedEvent> => {
+  const { records } = await log.append(`ticket-${n}`, [{ id: `${'e'.repeat(31)}${n}`, type: 'ticket.created', workspaceId, data: { ticket_id: `t${n}` } }], 'no_stream');
+  return records[0] as RecordedEvent;
+};

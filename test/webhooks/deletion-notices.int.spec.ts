@@ -29,6 +29,20 @@ const NEVER_MS = 60_000;
     return created;
   };
 
+  /** Drops the pub/sub connections of that name (ioredis connects them again after 100 ms). */
+  const killSubscribers = async (name: string): Promise<void> => {
+    const admin = createRedisClient(url, 'command');
+    try {
+      await redisReady(admin);
+      const clients = String(await admin.call('CLIENT', 'LIST', 'TYPE', 'pubsub'));
+      const ids = [...clients.matchAll(new RegExp(`^id=(\\d+) .*name=${name} `, 'gm'))].map((m) => m[1] as string);
+      expect(ids).to.have.length.at.least(1);
+      for (const id of ids) await admin.call('CLIENT', 'KILL', 'ID', id);
+    } finally {
+      admin.disconnect();
+    }
+  };
+
   beforeEach(() => {
     channelPrefix = `test:${Math.random().toString(16).slice(2)}:`;
   });
@@ -94,21 +108,24 @@ const NEVER_MS = 60_000;
     await api.tell('sub-a');
     // Its subscriber connection drops; it comes back after ioredis' first reconnect delay (100 ms),
     // long after this DELETE's PUBLISH, which reaches no one.
-    const admin = createRedisClient(url, 'command');
-    try {
-      await redisReady(admin);
-      const clients = String(await admin.call('CLIENT', 'LIST', 'TYPE', 'pubsub'));
-      const ids = [...clients.matchAll(/^id=(\d+) .*name=webhook-deletions-dispatcher-subscriber /gm)].map((m) => m[1] as string);
-      expect(ids).to.have.length.at.least(1);
-      for (const id of ids) await admin.call('CLIENT', 'KILL', 'ID', id);
-    } finally {
-      admin.disconnect();
-    }
+    await killSubscribers('webhook-deletions-dispatcher-subscriber');
     await api.tell('sub-b');
     expect(told).to.deep.equal(['sub-a', 'sub-b']);
     // Acted on once, though read both from the recent notices and, for sub-a, heard live before.
     await api.tell('sub-c');
     expect(told).to.deep.equal(['sub-a', 'sub-b', 'sub-c']);
+  });
+
+  it('waits for a dispatcher it never heard that is present in Redis, whose subscription is reconnecting (a fresh API server)', async () => {
+    const told: string[] = [];
+    const dispatcher = await listener((id) => told.push(id));
+    expect(dispatcher.reachable(), 'its presence written before listen resolved').to.equal(null);
+    await killSubscribers('webhook-deletions-dispatcher-subscriber');
+    // Subscribed long before the dispatcher's first reconnect (100 ms): its PUBLISH reaches no one,
+    // and it has heard no heartbeat yet (one a second).
+    const api = notices(NEVER_MS);
+    await api.tell('sub-a');
+    expect(told).to.deep.equal(['sub-a']);
   });
 
   it('does not wait for a dispatcher that said it stopped', async () => {
@@ -142,18 +159,22 @@ const NEVER_MS = 60_000;
    * A dispatcher and an API server on a private Redis the test may stop and start, the dispatcher
    * heard once (a first DELETE told it); what it was told is in `told`.
    */
-  const onPrivateRedis = async (api: { waitMs: number; aliveMs?: number }, body: (redis: PrivateRedis, notices: DeletionNotices, told: string[]) => Promise<void>) => {
+  const onPrivateRedis = async (
+    api: { waitMs: number; aliveMs?: number },
+    body: (redis: PrivateRedis, notices: DeletionNotices, told: string[], dispatcher: DeletionListener) => Promise<void>,
+    listenerOptions: { reachableWaitMs?: number } = {},
+  ) => {
     const redis = await startPrivateRedis();
     try {
       const told: string[] = [];
       const onPrivate = { url: redis.url, channelPrefix };
-      const dispatcher = createRedisDeletionListener(onPrivate);
+      const dispatcher = createRedisDeletionListener({ ...onPrivate, ...listenerOptions });
       const notices = createRedisDeletionNotices({ ...onPrivate, ...api });
       opened.push(dispatcher, notices);
       await dispatcher.listen((id) => told.push(id));
       await notices.tell('before');
       expect(told).to.deep.equal(['before']);
-      await body(redis, notices, told);
+      await body(redis, notices, told, dispatcher);
     } finally {
       await redis.stop();
     }
@@ -192,5 +213,59 @@ const NEVER_MS = 60_000;
       expect(told).to.not.include('during');
       expect(told.filter((id) => id === 'after')).to.have.length(1);
     });
+  });
+
+  /** Resolves once the dispatcher knows its presence is gone with the Redis it was connected to. */
+  const unreachable = async (dispatcher: DeletionListener): Promise<{ readonly waiting: Promise<void> }> => {
+    for (let i = 0; i < 200; i++) {
+      const waiting = dispatcher.reachable();
+      if (waiting !== null) return { waiting };
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    throw new Error('still reachable 2 s after Redis stopped');
+  };
+
+  (redisServerInstalled() ? it : it.skip)('holds attempts while its presence is not in the Redis it can be told through, until written there again', async function () {
+    this.timeout(30_000);
+    await onPrivateRedis(
+      { waitMs: 1_000 },
+      async (redis, _api, _told, dispatcher) => {
+        expect(dispatcher.reachable()).to.equal(null);
+        await redis.stop();
+        const { waiting } = await unreachable(dispatcher);
+        let released = false;
+        void waiting.then(() => (released = true));
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        expect(released, 'released while Redis was away').to.equal(false);
+        await redis.start();
+        await waiting;
+        expect(dispatcher.reachable()).to.equal(null);
+        // Written in the new, empty Redis, where an API server that never heard it reads it.
+        const admin = createRedisClient(redis.url, 'command');
+        try {
+          await redisReady(admin);
+          expect(await admin.zcard(`${channelPrefix}webhook-dispatchers-present`)).to.equal(1);
+        } finally {
+          admin.disconnect();
+        }
+      },
+      { reachableWaitMs: NEVER_MS },
+    );
+  });
+
+  (redisServerInstalled() ? it : it.skip)('lets attempts go on after its bound while Redis stays away, and holds the next ones again', async function () {
+    this.timeout(30_000);
+    await onPrivateRedis(
+      { waitMs: 1_000 },
+      async (redis, _api, _told, dispatcher) => {
+        await redis.stop();
+        const { waiting } = await unreachable(dispatcher);
+        const started = performance.now();
+        await waiting;
+        expect(performance.now() - started).to.be.within(200, 1_000);
+        expect(dispatcher.reachable()).to.not.equal(null);
+      },
+      { reachableWaitMs: 300 },
+    );
   });
 });

@@ -15,7 +15,7 @@ import { openSqliteLog, type SqliteEventLog } from '../../src/log/sqlite.js';
 import { createDispatcher, type Dispatcher } from '../../src/webhooks/dispatch/dispatcher.js';
 import { createMemoryRetrySchedule } from '../../src/webhooks/dispatch/retry-schedule/memory.js';
 import type { DeliveryRequest } from '../../src/webhooks/sender.js';
-import { oneSubscription, recordingDeps, type DispatcherDeps } from '../support/dispatcher-fixture.js';
+import { appendPublicEvent, oneSubscription, recordingDeps, type DispatcherDeps } from '../support/dispatcher-fixture.js';
 
 const WORKSPACE = 'w'.repeat(32);
 const SUBSCRIPTION = 's'.repeat(32);
@@ -33,10 +33,7 @@ describe('dispatcher: a subscription deleted behind its directory (int, SQLite)'
   let deletedInDirectory = false;
 
   /** A public event of the workspace, as the bus hands it over. */
-  const publicEvent = async (): Promise<RecordedEvent> => {
-    const { records } = await log.append(`ticket-${++n}`, [{ id: `${'e'.repeat(31)}${n}`, type: 'ticket.created', workspaceId: WORKSPACE, data: { ticket_id: `t${n}` } }], 'no_stream');
-    return records[0] as RecordedEvent;
-  };
+  const publicEvent = (): Promise<RecordedEvent> => appendPublicEvent(log, WORKSPACE, ++n);
 
   beforeEach(async () => {
     dir = mkdtempSync(path.join(tmpdir(), 'sp-dispatch-unseen-'));

@@ -14,7 +14,7 @@ import { createDispatcher, type Dispatcher } from '../../src/webhooks/dispatch/d
 import { sharedPerTurn } from '../../src/webhooks/dispatch/subscription-logged.js';
 import type { DeliveryRequest } from '../../src/webhooks/sender.js';
 import type { SubscriptionDirectory, SubscriptionRow } from '../../src/webhooks/subscriptions.js';
-import { recordingDeps } from '../support/dispatcher-fixture.js';
+import { appendPublicEvent, recordingDeps } from '../support/dispatcher-fixture.js';
 
 const WORKSPACE = 'w'.repeat(32);
 const SUBSCRIPTION = 's'.repeat(32);
@@ -33,10 +33,7 @@ describe('dispatcher: what an attempt reads of its subscription (int, SQLite)', 
   let row: SubscriptionRow;
   let n = 0;
 
-  const publicEvent = async (): Promise<RecordedEvent> => {
-    const { records } = await log.append(`ticket-${++n}`, [{ id: `${'e'.repeat(31)}${n}`, type: 'ticket.created', workspaceId: WORKSPACE, data: { ticket_id: `t${n}` } }], 'no_stream');
-    return records[0] as RecordedEvent;
-  };
+  const publicEvent = (): Promise<RecordedEvent> => appendPublicEvent(log, WORKSPACE, ++n);
   const subscriptionEvent = (type: string, i: number) => ({ id: `${'f'.repeat(28)}${String(i).padStart(4, '0')}`, type, workspaceId: WORKSPACE, data: { delivery_id: `d${i}`, round: 1, consecutive_failures: 1 } });
 
   beforeEach(async () => {

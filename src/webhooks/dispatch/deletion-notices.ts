@@ -12,10 +12,17 @@
 // subscription is down, so a dispatcher's silence counts only from when it is back: a dispatcher
 // whose commands reconnected first takes work again (a re-seed of a lost schedule) while neither
 // its heartbeats nor PUBLISH reach the API server yet, and a DELETE then must still wait for it.
+// An API server that has not heard a dispatcher (it started, or its subscription came back, after
+// that dispatcher's last heartbeat) reads who is present from Redis: each heartbeat also scores the
+// dispatcher in a sorted set by Redis's own clock, and the notice's script returns those scored in
+// the last ALIVE_MS. A dispatcher starts no attempt before its presence is in the Redis it can be
+// told through (`reachable`: written since its connection last came up), so one that took work
+// after a Redis restart is in that Redis's set before its first look at the log.
 // Each notice is also kept in Redis for RECENT_MS, and a dispatcher reads them after every
-// (re)subscription: one that was reconnecting acts on what it missed and acknowledges it. A dispatcher that cannot answer in time (stalled, or killed
-// and still counted alive for ALIVE_MS) is not waited for longer than the bound; its check of the
-// log before each attempt still meets the marker.
+// (re)subscription: one that was reconnecting acts on what it missed and acknowledges it. A
+// dispatcher that cannot answer in time (stalled, or killed and still counted alive for ALIVE_MS)
+// is not waited for longer than the bound; its check of the log before each attempt still meets
+// the marker.
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { createRedisClient, redisReady } from '../../shared/redis.js';
@@ -27,6 +34,8 @@ export interface DeletionNoticeOptions {
   readonly channelPrefix?: string;
   /** How long a dispatcher's `listen` waits for Redis before going on without it (default 3 s). */
   readonly connectWaitMs?: number;
+  /** How long a dispatcher's `reachable` waits at most (default REACHABLE_WAIT_MS). */
+  readonly reachableWaitMs?: number;
 }
 
 /** The API server's side. */
@@ -40,6 +49,11 @@ export interface DeletionNotices {
 export interface DeletionListener {
   /** `deleted` is called as each notice arrives; the notice is acknowledged as soon as it returns. */
   listen(deleted: (subscriptionId: string) => void): Promise<void>;
+  /**
+   * Null while a DELETE can reach this dispatcher (its presence is in the Redis it is connected to);
+   * else resolves once it can, or after at most REACHABLE_WAIT_MS (Redis away: the log still decides).
+   */
+  reachable(): Promise<void> | null;
   close(): void;
 }
 
@@ -62,6 +76,12 @@ const ALIVE_MS = 5_000;
 /** How long an API server remembers a dispatcher it has not heard from, whatever its subscription's outages. */
 const FORGET_MS = 10 * 60_000;
 
+/** How long the presence set keeps a dispatcher unheard (an API server reads only its last aliveMs). */
+const PRESENCE_KEEP_MS = 60_000;
+
+/** How long an attempt waits for its dispatcher's presence to be written again (below any claim's lease). */
+const REACHABLE_WAIT_MS = 2_000;
+
 /** How long a notice is kept for the dispatchers that were reconnecting when it was published, and how many at most. */
 const RECENT_MS = 60_000;
 const RECENT_MAX = 10_000;
@@ -70,8 +90,36 @@ const keys = (options: DeletionNoticeOptions) => ({
   notices: `${options.channelPrefix ?? ''}webhook-deletions`,
   acks: `${options.channelPrefix ?? ''}webhook-deletion-acks`,
   presence: `${options.channelPrefix ?? ''}webhook-dispatchers`,
+  present: `${options.channelPrefix ?? ''}webhook-dispatchers-present`,
   recent: `${options.channelPrefix ?? ''}webhook-deletions-recent`,
 });
+
+/** Redis's clock in ms: every server scores by the same clock, whatever the skew between hosts. */
+const NOW_MS = `local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+`;
+
+/** Scores the dispatcher ARGV[1] present (KEYS[1]), forgets those unheard for ARGV[2] ms, says it is alive (KEYS[2]). */
+const PRESENT = `${NOW_MS}redis.call('ZADD', KEYS[1], now, ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[2]))
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return redis.call('PUBLISH', KEYS[2], ARGV[1])`;
+
+/**
+ * Keeps the notice ARGV[1] among the recent ones (KEYS[1], ARGV[2] ms, ARGV[3] at most), publishes it
+ * (KEYS[2]), and returns how many received it and the dispatchers present (KEYS[3]) in the last ARGV[4] ms.
+ */
+const TELL = `${NOW_MS}redis.call('ZADD', KEYS[1], now, ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[2]))
+redis.call('ZREMRANGEBYRANK', KEYS[1], 0, -tonumber(ARGV[3]) - 1)
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+local receivers = redis.call('PUBLISH', KEYS[2], ARGV[1])
+return {receivers, redis.call('ZRANGEBYSCORE', KEYS[3], now - tonumber(ARGV[4]), '+inf')}`;
+
+type Scripted = Redis & {
+  tellDeletion(...args: (string | number)[]): Promise<[number, string[]]>;
+  sayPresent(...args: (string | number)[]): Promise<number>;
+};
 
 /**
  * Subscribes to `channels` once Redis is there (`subscription`), and again after each reconnect;
@@ -85,7 +133,9 @@ const connect = (
   subscribed?: () => Promise<void> | void,
   unsubscribed?: () => void,
 ) => {
-  const publisher = createRedisClient(options.url, 'command', { name: `webhook-deletions-${side}` });
+  const publisher = createRedisClient(options.url, 'command', { name: `webhook-deletions-${side}` }) as Scripted;
+  publisher.defineCommand('tellDeletion', { numberOfKeys: 3, lua: TELL });
+  publisher.defineCommand('sayPresent', { numberOfKeys: 2, lua: PRESENT });
   const subscriber = createRedisClient(options.url, 'subscriber', { name: `webhook-deletions-${side}-subscriber` });
   subscriber.on('message', onMessage);
   if (unsubscribed !== undefined) subscriber.on('close', unsubscribed);
@@ -112,7 +162,7 @@ const connect = (
 
 /** Starts without waiting for Redis: an API server serves what does not need it. */
 export const createRedisDeletionNotices = (options: DeletionNoticeOptions & { readonly waitMs: number; readonly aliveMs?: number }): DeletionNotices => {
-  const { notices, acks, presence, recent } = keys(options);
+  const { notices, acks, presence, present, recent } = keys(options);
   const aliveMs = options.aliveMs ?? ALIVE_MS;
   /** Per notice waiting for its acknowledgements: called with each acknowledging dispatcher. */
   const waiting = new Map<string, (dispatcher: string) => void>();
@@ -151,20 +201,10 @@ export const createRedisDeletionNotices = (options: DeletionNoticeOptions & { re
     }
     return out;
   };
-  /** Kept for the dispatchers that are reconnecting, and published to those listening: the number of those. */
-  const publish = async (notice: string): Promise<number> => {
-    const now = Date.now();
-    const replies = await publisher
-      .multi()
-      .zadd(recent, now, notice)
-      .zremrangebyscore(recent, '-inf', now - RECENT_MS)
-      .zremrangebyrank(recent, 0, -RECENT_MAX - 1)
-      .pexpire(recent, RECENT_MS)
-      .publish(notices, notice)
-      .exec();
-    const [error, receivers] = replies?.at(-1) ?? [new Error('the notice was discarded by Redis')];
-    if (error) throw error;
-    return Number(receivers);
+  /** Kept for the dispatchers that are reconnecting, and published to those listening: how many those are, and who is present. */
+  const publish = async (notice: string): Promise<{ readonly receivers: number; readonly present: readonly string[] }> => {
+    const [receivers, names] = await publisher.tellDeletion(recent, notices, present, notice, RECENT_MS, RECENT_MAX, aliveMs);
+    return { receivers, present: names };
   };
   return {
     async tell(subscriptionId) {
@@ -188,7 +228,10 @@ export const createRedisDeletionNotices = (options: DeletionNoticeOptions & { re
       try {
         // Acknowledgements are heard only once subscribed to them (at start, or after an outage).
         if (!(await succeedsWithin(subscription, left()))) throw new Error('Redis cannot be reached');
-        receivers = await publish(`${id} ${subscriptionId}`);
+        const told = await publish(`${id} ${subscriptionId}`);
+        receivers = told.receivers;
+        // Those this server has not heard (yet) but that are present: they may be taking work.
+        for (const dispatcher of told.present) expected.add(dispatcher);
         check();
         await succeedsWithin(all, left());
       } catch (error) {
@@ -204,13 +247,34 @@ export const createRedisDeletionNotices = (options: DeletionNoticeOptions & { re
 };
 
 export const createRedisDeletionListener = (options: DeletionNoticeOptions): DeletionListener => {
-  const { notices, acks, presence, recent } = keys(options);
-  /** This dispatcher's name in acknowledgements and on the presence channel: one per process lifetime. */
+  const { notices, acks, presence, present, recent } = keys(options);
+  /** This dispatcher's name in acknowledgements, on the presence channel and in the presence set: one per process lifetime. */
   const name = randomUUID();
   /** The notices acted on, and when (Date.now()): a notice read again from the recent ones is acknowledged, not acted on twice. */
   const acted = new Map<string, number>();
   let connection: ReturnType<typeof connect> | null = null;
   let heartbeat: NodeJS.Timeout | null = null;
+  /** Whether this dispatcher's presence was written since its command connection last came up. */
+  let isPresent = false;
+  /** What attempts wait on while it is not, resolved once it is (or by the wait's bound). */
+  let presenceWritten: { readonly promise: Promise<void>; readonly resolve: () => void } | null = null;
+  let warned = false;
+  const written = (): void => {
+    isPresent = true;
+    warned = false;
+    presenceWritten?.resolve();
+    presenceWritten = null;
+  };
+  /** Scores it present by Redis's clock and says it is alive; unanswered while Redis is away (the next heartbeat tries again). */
+  const alive = async (): Promise<void> => {
+    if (connection === null) return;
+    try {
+      await connection.publisher.sayPresent(present, presence, name, PRESENCE_KEEP_MS);
+      written();
+    } catch {
+      // Counted alive by the API servers that heard it; a new Redis learns of it at the next heartbeat.
+    }
+  };
   return {
     /** Resolves once subscribed, so no DELETE after it is missed, or after a few seconds without Redis (subscribed when it comes). */
     async listen(deleted) {
@@ -225,10 +289,9 @@ export const createRedisDeletionListener = (options: DeletionNoticeOptions): Del
         // Unanswered when Redis is away: the API server waits out its bound.
         connection?.publisher.publish(acks, `${id} ${name}`).catch(() => undefined);
       };
-      const alive = () => void connection?.publisher.publish(presence, name).catch(() => undefined);
       // The notices published while this one was not subscribed: at start, or reconnecting.
       const catchUp = async (): Promise<void> => {
-        alive();
+        await alive();
         const since = Date.now() - 2 * RECENT_MS;
         for (const [id, at] of acted) if (at < since) acted.delete(id);
         const missed = await (connection?.publisher.zrange(recent, 0, -1) ?? Promise.resolve([])).catch((error: unknown) => {
@@ -238,15 +301,38 @@ export const createRedisDeletionListener = (options: DeletionNoticeOptions): Del
         for (const notice of missed) act(notice);
       };
       connection = connect(options, 'dispatcher', [notices], (_, notice) => act(notice), catchUp);
-      heartbeat = setInterval(alive, HEARTBEAT_MS).unref();
+      // A Redis restarted empty has no presence of it: none is written until the connection is back, at once then.
+      connection.publisher.on('close', () => void (isPresent = false));
+      connection.publisher.on('ready', () => void alive());
+      heartbeat = setInterval(() => void alive(), HEARTBEAT_MS).unref();
       if (!(await succeedsWithin(connection.subscription, options.connectWaitMs ?? CONNECT_WAIT_MS))) console.warn('webhooks: Redis cannot be reached; DELETEs answered meanwhile are met in the log');
+    },
+    reachable() {
+      if (isPresent) return null;
+      if (presenceWritten === null) {
+        let resolve = (): void => undefined;
+        const promise = new Promise<void>((done) => (resolve = done));
+        const waiting = { promise, resolve };
+        presenceWritten = waiting;
+        setTimeout(() => {
+          if (presenceWritten !== waiting) return;
+          presenceWritten = null;
+          if (!warned) console.warn('webhooks: attempts go on although a DELETE cannot reach this dispatcher (Redis away); the log still decides before each one');
+          warned = true;
+          resolve();
+        }, options.reachableWaitMs ?? REACHABLE_WAIT_MS).unref();
+      }
+      return presenceWritten.promise;
     },
     close() {
       if (heartbeat !== null) clearInterval(heartbeat);
       const leaving = connection;
       // Gone for good: an API server does not wait for it until it is no longer counted alive.
       void leaving?.publisher
+        .multi()
+        .zrem(present, name)
         .publish(presence, `${name} gone`)
+        .exec()
         .catch(() => undefined)
         .finally(() => leaving.close());
     },

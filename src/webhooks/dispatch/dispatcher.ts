@@ -46,6 +46,11 @@ export interface DispatcherDeps {
   readonly maxInFlightPerWorkspace: number;
   /** Where deliveries this dispatcher does not hold are read; default: the log, whole (recordsFromLog). */
   readonly records?: DeliveryRecords;
+  /**
+   * Null while a DELETE can reach this dispatcher, else what its attempts wait for before they look
+   * at the log (DeletionListener.reachable): a DELETE answered after that look waits for this one.
+   */
+  readonly reachable?: () => Promise<void> | null;
 }
 
 /** A delivery read back from the log after a restart. */
@@ -374,6 +379,8 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
     // The directory may have missed the deletion (see `gone`), or not have applied its marker yet (a
     // dispatcher in another process or thread): the log decides before anything is sent (one look
     // per subscription row and turn, shared by the attempts the turn starts).
+    const unreachable = deps.reachable?.();
+    if (unreachable) await unreachable;
     const logged = await loggedNow(row);
     if (logged === 'gone') {
       gone.add(row.id);

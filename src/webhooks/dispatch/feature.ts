@@ -46,6 +46,7 @@ export const webhookDispatchFrom = (source: EventSource, { shared, records, leas
     maxInFlightPerSubscription: webhooks.maxInFlightPerSubscription,
     maxInFlightPerWorkspace: webhooks.maxInFlightPerWorkspace,
     ...(records === undefined ? {} : { records }),
+    ...(deletions === undefined ? {} : { reachable: () => deletions.reachable() }),
     async report(workspaceId, subscriptionId, report) {
       const result = await runSubscriptionCommand(core, workspaceId, subscriptionId, report, noRequest);
       // A subscription deleted meanwhile has nothing left to count.

@@ -16,9 +16,11 @@
 // API server runs at API_THREAD_NICE 19 there, as docker-compose.yml runs it beside the other roles.
 // `npm run bench -- sustained [--long]`, BENCH_SECONDS / BENCH_RATE / BENCH_ROLES to override;
 // API_THREAD_NICE goes to the service (or the API server) as it is.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
+import { promisify } from 'node:util';
 import { Agent, request } from 'undici';
 import { clusterEnv, createProcessGroup, type ProcessGroup, type RoleProcess } from '../../test/support/processes.js';
 import { send } from '../torture/http.js';
@@ -170,16 +172,35 @@ interface Topology {
   apiPid(): number | undefined;
   /** The processes running a delivery engine, whose /admin/v1/metrics hold its punctuality. */
   engineUrls(): readonly string[];
-  /** Stops the service's processes and starts them again on the same log; resolves with ms per restarted role. */
-  restart(): Promise<Record<string, number>>;
+  /**
+   * Stops the service's processes and starts them again on the same log, under tsx (as `npm start`)
+   * and then from the compiled build (`compiled`, its main module, as the Dockerfile runs it);
+   * resolves with ms per restarted role and way.
+   */
+  restart(compiled: string): Promise<Record<string, number>>;
   stop(): Promise<void>;
 }
 
-/** ms from spawning `name` until its /readyz answers. */
-const timedStart = async (group: ProcessGroup, name: string, env: Record<string, string>): Promise<{ process: RoleProcess; ms: number }> => {
+/** ms from spawning `name` (from the compiled build when given its main module) until its /readyz answers. */
+const timedStart = async (group: ProcessGroup, name: string, env: Record<string, string>, compiled?: string): Promise<{ process: RoleProcess; ms: number }> => {
   const began = performance.now();
-  const started = await group.start(name, env);
+  const started = await group.start(name, env, compiled === undefined ? {} : { compiled });
   return { process: started, ms: Math.round(performance.now() - began) };
+};
+
+/** Stops `role`, times its start on the same log under tsx, stops it again and times a start of the compiled build, which keeps running. */
+const restartBothWays = async (group: ProcessGroup, role: RoleProcess, name: string, env: Record<string, string>, compiled: string) => {
+  await stopped(role);
+  const sources = await timedStart(group, `${name}-restarted`, env);
+  await stopped(sources.process);
+  const built = await timedStart(group, `${name}-restarted-compiled`, env, compiled);
+  return { process: built.process, ms: sources.ms, compiledMs: built.ms };
+};
+
+/** `npm run build` into a folder of its own under .cache/ (node_modules resolves from the repository above it): its main module. */
+const buildService = async (outDir: string): Promise<string> => {
+  await promisify(execFile)('npx', ['tsc', '-p', 'tsconfig.build.json', '--outDir', outDir]);
+  return path.join(outDir, 'src', 'main.js');
 };
 
 const stopped = async (role: RoleProcess): Promise<void> => {
@@ -194,11 +215,10 @@ const embedded = async (group: ProcessGroup): Promise<Topology> => {
     url: service.url,
     apiPid: () => service.child.pid,
     engineUrls: () => [service.url],
-    async restart() {
-      await stopped(service);
-      const again = await timedStart(group, 'restarted', {});
+    async restart(compiled) {
+      const again = await restartBothWays(group, service, 'service', {}, compiled);
       service = again.process;
-      return { startup_ms: again.ms };
+      return { startup_ms: again.ms, startup_compiled_ms: again.compiledMs };
     },
     stop: () => group.stopAll(),
   };
@@ -225,14 +245,17 @@ const distributed = async (group: ProcessGroup): Promise<Topology> => {
       url: api.url,
       apiPid: () => api.child.pid,
       engineUrls: () => dispatchers.map((d) => d.url),
-      async restart() {
-        await stopped(api);
-        const apiAgain = await timedStart(group, 'api-restarted', apiEnv);
+      async restart(compiled) {
+        const apiAgain = await restartBothWays(group, api, 'api', apiEnv, compiled);
         api = apiAgain.process;
-        await stopped(dispatchers[0] as RoleProcess);
-        const dispatcherAgain = await timedStart(group, 'dispatcher-restarted', { ...cluster, ROLE: 'dispatcher' });
+        const dispatcherAgain = await restartBothWays(group, dispatchers[0] as RoleProcess, 'dispatcher', { ...cluster, ROLE: 'dispatcher' }, compiled);
         dispatchers = [dispatcherAgain.process, dispatchers[1] as RoleProcess];
-        return { startup_ms: apiAgain.ms, dispatcher_startup_ms: dispatcherAgain.ms };
+        return {
+          startup_ms: apiAgain.ms,
+          startup_compiled_ms: apiAgain.compiledMs,
+          dispatcher_startup_ms: dispatcherAgain.ms,
+          dispatcher_startup_compiled_ms: dispatcherAgain.compiledMs,
+        };
       },
       async stop() {
         await group.stopAll();
@@ -251,6 +274,8 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
   const roles = process.env['BENCH_ROLES'] ?? 'embedded';
   if (roles !== 'embedded' && roles !== 'distributed') throw new Error(`BENCH_ROLES=${roles}: embedded or distributed`);
   const dataDir = mkdtempSync(path.join(tmpdir(), 'bench-sustained-'));
+  mkdirSync('.cache', { recursive: true });
+  const buildDir = mkdtempSync(path.join('.cache', 'bench-build-'));
   const receiver = await startSustainedReceiver(RETRY_DELAY_MS);
   const group = createProcessGroup({
     ROLE: 'all',
@@ -344,7 +369,9 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
     );
 
     // Start-up of the log the run left: stop, start again on the same folder, until /readyz answers.
-    const startup = await topology.restart();
+    console.error('building the service (npm run build) for a start of the compiled build too');
+    const startup = await topology.restart(await buildService(buildDir));
+    console.error(`start-up of the log it left, ms until /readyz: ${Object.entries(startup).map(([k, ms]) => `${k} ${ms}`).join(', ')}`);
 
     const api = quantiles(latencies.map(([, ms]) => ms));
     // Retries due during the run only: the burst's come late behind its own backlog.
@@ -399,5 +426,6 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
     await writers.close();
     await receiver.close();
     rmSync(dataDir, { recursive: true, force: true });
+    rmSync(buildDir, { recursive: true, force: true });
   }
 }

@@ -75,10 +75,16 @@ describe('docker-compose.yml', () => {
     for (const name of ['eventstore', 'kafka', 'redis']) expect(compose.services[name]?.healthcheck?.test, name).to.be.an('array');
   });
 
-  it('builds the roles from the Dockerfile: node 20 slim, npm ci, tsx src/main.ts', () => {
+  it('builds the roles from the Dockerfile: node 20 slim, npm run build, node dist/src/main.js (test/deploy/compiled.e2e.spec.ts runs that build)', () => {
     const dockerfile = readFileSync('Dockerfile', 'utf8');
+    expect(dockerfile).to.match(/^FROM node:20-bookworm-slim AS build$/m);
     expect(dockerfile).to.match(/^FROM node:20-bookworm-slim$/m);
-    expect(dockerfile).to.match(/^RUN npm ci\b/m);
-    expect(dockerfile).to.match(/^CMD \["npx", "tsx", "src\/main\.ts"\]$/m);
+    expect(dockerfile).to.match(/^RUN npm run build$/m);
+    expect(dockerfile).to.match(/^RUN npm ci --omit=dev\b/m);
+    expect(dockerfile).to.match(/^COPY --from=build \/app\/dist \.\/dist$/m);
+    expect(dockerfile).to.match(/^CMD \["node", "dist\/src\/main\.js"\]$/m);
+    const build = JSON.parse(readFileSync('tsconfig.build.json', 'utf8')) as { compilerOptions: { outDir: string } };
+    expect(build.compilerOptions.outDir).to.equal('dist');
+    expect((JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: Record<string, string> }).scripts['build']).to.equal('tsc -p tsconfig.build.json');
   });
 });

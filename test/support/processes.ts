@@ -25,8 +25,12 @@ export interface RoleProcess {
 }
 
 export interface ProcessGroup {
-  /** Starts a role and waits until its /readyz answers 200, or with `{ ready: false }` only until it listens. */
-  start(name: string, env: Record<string, string>, options?: { readonly ready?: boolean }): Promise<RoleProcess>;
+  /**
+   * Starts a role and waits until its /readyz answers 200, or with `{ ready: false }` only until it
+   * listens. `compiled`: the main module of a build (`npm run build`: dist/src/main.js) run by node
+   * itself, instead of src/main.ts through tsx.
+   */
+  start(name: string, env: Record<string, string>, options?: { readonly ready?: boolean; readonly compiled?: string }): Promise<RoleProcess>;
   /** The last lines each process wrote, for a failing test's report. */
   outputs(lines?: number): string;
   stopAll(graceMs?: number): Promise<void>;
@@ -62,7 +66,7 @@ export const createProcessGroup = (baseEnv: Record<string, string>): ProcessGrou
   const start: ProcessGroup['start'] = async (name, env, options = {}) => {
     // Only what the test says: an inherited REDIS_URL or KAFKA_BROKERS must not leak into a role.
     const { PATH, HOME, NODE_OPTIONS } = process.env;
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    const child = spawn(process.execPath, options.compiled === undefined ? ['--import', 'tsx', 'src/main.ts'] : [options.compiled], {
       env: { PATH: PATH ?? '', HOME: HOME ?? '', ...(NODE_OPTIONS === undefined ? {} : { NODE_OPTIONS }), PORT: '0', HOST: '127.0.0.1', ...baseEnv, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

@@ -25,8 +25,9 @@ export interface ReceiverFigures {
   readonly attempts: number;
 }
 
-type ToReceiver = { readonly figures: true };
-type FromReceiver = { readonly port: number } | { readonly figures: ReceiverFigures };
+/** `received`: how many first attempts of events committed from `since` (ms) arrived, a light question to ask while deliveries still come in. */
+type ToReceiver = { readonly figures: true } | { readonly received: { readonly since: number } };
+type FromReceiver = { readonly port: number } | { readonly figures: ReceiverFigures } | { readonly received: number };
 
 const failsFirst = (deliveryId: string) => createHash('sha1').update(deliveryId).digest()[0]! % FAIL_ONE_IN === 0;
 
@@ -61,7 +62,13 @@ const receiverProcess = async (retryDelayMs: number): Promise<void> => {
   });
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  process.on('message', (_: ToReceiver) => process.send?.({ figures: { firstAttempts, retryLateMs, falseFailures, attempts } } satisfies FromReceiver));
+  process.on('message', (message: ToReceiver) => {
+    if ('received' in message) {
+      let received = 0;
+      for (const [committed] of firstAttempts) if (committed >= message.received.since) received++;
+      process.send?.({ received } satisfies FromReceiver);
+    } else process.send?.({ figures: { firstAttempts, retryLateMs, falseFailures, attempts } } satisfies FromReceiver);
+  });
   process.on('disconnect', () => process.exit(0));
   process.send?.({ port: (server.address() as AddressInfo).port } satisfies FromReceiver);
 };
@@ -69,6 +76,8 @@ const receiverProcess = async (retryDelayMs: number): Promise<void> => {
 export interface SustainedReceiver {
   readonly url: string;
   figures(): Promise<ReceiverFigures>;
+  /** How many first attempts of events committed from `sinceMs` arrived (the figures, serialized whole, pause the receiver longer). */
+  received(sinceMs: number): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -81,6 +90,11 @@ export const startSustainedReceiver = async (retryDelayMs: number): Promise<Sust
       const reply = next('figures');
       child.send({ figures: true } satisfies ToReceiver);
       return (await reply).figures;
+    },
+    received: async (sinceMs) => {
+      const reply = next('received');
+      child.send({ received: { since: sinceMs } } satisfies ToReceiver);
+      return (await reply).received;
     },
     close,
   };

@@ -215,14 +215,14 @@ const NEVER_MS = 60_000;
     });
   });
 
-  /** Resolves once the dispatcher knows its presence is gone with the Redis it was connected to. */
-  const unreachable = async (dispatcher: DeletionListener): Promise<{ readonly waiting: Promise<void> }> => {
-    for (let i = 0; i < 200; i++) {
+  /** Resolves once the dispatcher no longer counts on its presence in Redis (gone with the Redis it was connected to, or aged). */
+  const unreachable = async (dispatcher: DeletionListener, withinMs = 2_000): Promise<{ readonly waiting: Promise<void> }> => {
+    for (let i = 0; i < withinMs / 10; i++) {
       const waiting = dispatcher.reachable();
       if (waiting !== null) return { waiting };
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
-    throw new Error('still reachable 2 s after Redis stopped');
+    throw new Error(`still reachable after ${withinMs} ms`);
   };
 
   (redisServerInstalled() ? it : it.skip)('holds attempts while its presence is not in the Redis it can be told through, until written there again', async function () {
@@ -266,6 +266,29 @@ const NEVER_MS = 60_000;
         expect(dispatcher.reachable()).to.not.equal(null);
       },
       { reachableWaitMs: 300 },
+    );
+  });
+
+  (redisServerInstalled() ? it : it.skip)('holds attempts once its presence has aged while Redis answers nothing (paused), until written again', async function () {
+    this.timeout(30_000);
+    await onPrivateRedis(
+      { waitMs: 1_000 },
+      async (redis, _api, _told, dispatcher) => {
+        expect(dispatcher.reachable()).to.equal(null);
+        redis.pause();
+        let waiting: Promise<void>;
+        const paused = performance.now();
+        try {
+          // The connection stays open; its last write ages past what a DELETE reads within 5 s.
+          ({ waiting } = await unreachable(dispatcher, 8_000));
+          expect(performance.now() - paused, 'counted on for a while, as it is in the set').to.be.at.least(2_500);
+        } finally {
+          redis.resume();
+        }
+        await waiting;
+        expect(dispatcher.reachable()).to.equal(null);
+      },
+      { reachableWaitMs: NEVER_MS },
     );
   });
 });

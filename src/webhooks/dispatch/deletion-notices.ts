@@ -50,8 +50,9 @@ export interface DeletionListener {
   /** `deleted` is called as each notice arrives; the notice is acknowledged as soon as it returns. */
   listen(deleted: (subscriptionId: string) => void): Promise<void>;
   /**
-   * Null while a DELETE can reach this dispatcher (its presence is in the Redis it is connected to);
-   * else resolves once it can, or after at most REACHABLE_WAIT_MS (Redis away: the log still decides).
+   * Null while a DELETE can reach this dispatcher (its presence, written lately, is in the Redis it
+   * is connected to); else resolves once it can, or after at most REACHABLE_WAIT_MS (Redis away: the
+   * log still decides).
    */
   reachable(): Promise<void> | null;
   close(): void;
@@ -81,6 +82,9 @@ const PRESENCE_KEEP_MS = 60_000;
 
 /** How long an attempt waits for its dispatcher's presence to be written again (below any claim's lease). */
 const REACHABLE_WAIT_MS = 2_000;
+
+/** How long a dispatcher counts on its last presence write: well inside ALIVE_MS, within which a DELETE reads it. */
+const PRESENCE_FRESH_MS = ALIVE_MS - 1_000;
 
 /** How long a notice is kept for the dispatchers that were reconnecting when it was published, and how many at most. */
 const RECENT_MS = 60_000;
@@ -254,13 +258,13 @@ export const createRedisDeletionListener = (options: DeletionNoticeOptions): Del
   const acted = new Map<string, number>();
   let connection: ReturnType<typeof connect> | null = null;
   let heartbeat: NodeJS.Timeout | null = null;
-  /** Whether this dispatcher's presence was written since its command connection last came up. */
-  let isPresent = false;
+  /** When (performance.now()) the last presence write that succeeded was sent, since the command connection last came up; null when none. */
+  let presentAt: number | null = null;
   /** What attempts wait on while it is not, resolved once it is (or by the wait's bound). */
   let presenceWritten: { readonly promise: Promise<void>; readonly resolve: () => void } | null = null;
   let warned = false;
-  const written = (): void => {
-    isPresent = true;
+  const written = (sentAt: number): void => {
+    presentAt = sentAt;
     warned = false;
     presenceWritten?.resolve();
     presenceWritten = null;
@@ -268,9 +272,10 @@ export const createRedisDeletionListener = (options: DeletionNoticeOptions): Del
   /** Scores it present by Redis's clock and says it is alive; unanswered while Redis is away (the next heartbeat tries again). */
   const alive = async (): Promise<void> => {
     if (connection === null) return;
+    const sentAt = performance.now();
     try {
       await connection.publisher.sayPresent(present, presence, name, PRESENCE_KEEP_MS);
-      written();
+      written(sentAt);
     } catch {
       // Counted alive by the API servers that heard it; a new Redis learns of it at the next heartbeat.
     }
@@ -302,13 +307,14 @@ export const createRedisDeletionListener = (options: DeletionNoticeOptions): Del
       };
       connection = connect(options, 'dispatcher', [notices], (_, notice) => act(notice), catchUp);
       // A Redis restarted empty has no presence of it: none is written until the connection is back, at once then.
-      connection.publisher.on('close', () => void (isPresent = false));
+      connection.publisher.on('close', () => void (presentAt = null));
       connection.publisher.on('ready', () => void alive());
       heartbeat = setInterval(() => void alive(), HEARTBEAT_MS).unref();
       if (!(await succeedsWithin(connection.subscription, options.connectWaitMs ?? CONNECT_WAIT_MS))) console.warn('webhooks: Redis cannot be reached; DELETEs answered meanwhile are met in the log');
     },
     reachable() {
-      if (isPresent) return null;
+      // Heartbeats that stopped succeeding (Redis slow, not closed) age it out of what a DELETE reads.
+      if (presentAt !== null && performance.now() - presentAt < PRESENCE_FRESH_MS) return null;
       if (presenceWritten === null) {
         let resolve = (): void => undefined;
         const promise = new Promise<void>((done) => (resolve = done));

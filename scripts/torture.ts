@@ -12,15 +12,15 @@ import { violationCount } from './torture/findings.js';
 import { runTorture } from './torture/main.js';
 import { TARGETS, type Target } from './torture/cluster.js';
 
-/** `--targets a,b`: each one of TARGETS, else exit status 2. */
+/** `--targets a,b` (with --distributed): each one of TARGETS, else exit status 2. */
 const targetsOption = (): readonly Target[] | undefined => {
   const args = process.argv.slice(2);
   const at = args.indexOf('--targets');
   if (at < 0) return undefined;
   const targets = (args[at + 1] ?? '').split(',');
   const unknown = targets.filter((target) => !(TARGETS as readonly string[]).includes(target));
-  if (unknown.length > 0 || targets.length === 0) {
-    console.error(`--targets takes a comma-separated list of ${TARGETS.join(', ')}; got ${args[at + 1]}`);
+  if (unknown.length > 0 || !flagOption('distributed')) {
+    console.error(`--targets goes with --distributed and takes a comma-separated list of ${TARGETS.join(', ')}; got ${args[at + 1]}`);
     process.exit(2);
   }
   return targets as Target[];

@@ -7,7 +7,8 @@
 // 600). Reported: commit → first attempt received p50/p99 per minute and over the run, how late the
 // retries of the receiver's deliberate 500s came after their due time, false timeouts (a retry of an
 // attempt the receiver had answered 200), the deliveries still owed when writes stop, API p99 during
-// the run (also per minute), and the start-up time of the resulting log. Beside the receiver's figures, the engine's own
+// the run (also per minute), and the start-up time of the resulting log (under tsx, and of a
+// compiled build the bench makes first). Beside the receiver's figures, the engine's own
 // (its punctuality histograms at /admin/v1/metrics): commit → fan-out, fan-out → first attempt out,
 // and due → retry out, without the network and the receiver's event loop.
 // With BENCH_ROLES=distributed the same traffic goes to the distributed roles on one host instead: an

@@ -17,13 +17,11 @@
 // API server runs at API_THREAD_NICE 19 there, as docker-compose.yml runs it beside the other roles.
 // `npm run bench -- sustained [--long]`, BENCH_SECONDS / BENCH_RATE / BENCH_ROLES to override;
 // API_THREAD_NICE goes to the service (or the API server) as it is.
-import { execFile } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { promisify } from 'node:util';
 import { Agent, request } from 'undici';
-import { clusterEnv, createProcessGroup, type ProcessGroup, type RoleProcess } from '../../test/support/processes.js';
+import { buildCompiled, clusterEnv, createProcessGroup, type ProcessGroup, type RoleProcess } from '../../test/support/processes.js';
 import { send } from '../torture/http.js';
 import { engine as engineAt } from './engines.js';
 import { punctual, scrapePunctuality, since, type Tally } from './engine-punctuality.js';
@@ -197,12 +195,6 @@ const restartBothWays = async (group: ProcessGroup, role: RoleProcess, name: str
   return { process: built.process, ms: sources.ms, compiledMs: built.ms };
 };
 
-/** `npm run build` into a folder of its own under .cache/ (node_modules resolves from the repository above it): its main module. */
-const buildService = async (outDir: string): Promise<string> => {
-  await promisify(execFile)('npx', ['tsc', '-p', 'tsconfig.build.json', '--outDir', outDir]);
-  return path.join(outDir, 'src', 'main.js');
-};
-
 const stopped = async (role: RoleProcess): Promise<void> => {
   role.kill('SIGTERM');
   await role.exited;
@@ -274,8 +266,8 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
   const roles = process.env['BENCH_ROLES'] ?? 'embedded';
   if (roles !== 'embedded' && roles !== 'distributed') throw new Error(`BENCH_ROLES=${roles}: embedded or distributed`);
   const dataDir = mkdtempSync(path.join(tmpdir(), 'bench-sustained-'));
-  mkdirSync('.cache', { recursive: true });
-  const buildDir = mkdtempSync(path.join('.cache', 'bench-build-'));
+  /** The compiled build the restart is timed from too, made once the run is over. */
+  let build: Awaited<ReturnType<typeof buildCompiled>> | null = null;
   const receiver = await startSustainedReceiver(RETRY_DELAY_MS);
   const group = createProcessGroup({
     ROLE: 'all',
@@ -369,7 +361,8 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
 
     // Start-up of the log the run left: stop, start again on the same folder, until /readyz answers.
     console.error('building the service (npm run build) for a start of the compiled build too');
-    const startup = await topology.restart(await buildService(buildDir));
+    build = await buildCompiled('bench-build-');
+    const startup = await topology.restart(build.main);
     console.error(`start-up of the log it left, ms until /readyz: ${Object.entries(startup).map(([k, ms]) => `${k} ${ms}`).join(', ')}`);
 
     const api = quantiles(latencies.map(([, ms]) => ms));
@@ -425,6 +418,6 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
     await writers.close();
     await receiver.close();
     rmSync(dataDir, { recursive: true, force: true });
-    rmSync(buildDir, { recursive: true, force: true });
+    if (build !== null) rmSync(build.dir, { recursive: true, force: true });
   }
 }

@@ -4,16 +4,13 @@
 // signed after a write. Built here into a folder of its own under .cache/ (node_modules resolves
 // from the repository above it).
 import { expect } from 'chai';
-import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { promisify } from 'node:util';
-import { createProcessGroup, type ProcessGroup } from '../support/processes.js';
+import { buildCompiled, createProcessGroup, type ProcessGroup } from '../support/processes.js';
 import { startReceiver, type Receiver } from '../support/receiver.js';
 import { threadsOf } from '../support/threads.js';
 
-const run = promisify(execFile);
 const ADMIN = 'compiled-admin';
 
 const json = async (url: string, method: string, token: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown> }> => {
@@ -24,14 +21,13 @@ const json = async (url: string, method: string, token: string, body?: unknown):
 describe('the compiled build (e2e, npm run build)', function () {
   this.timeout(120_000);
   let outDir: string;
+  let compiled: string;
   let dataDir: string;
   let group: ProcessGroup;
   let receiver: Receiver;
 
   before(async () => {
-    mkdirSync('.cache', { recursive: true });
-    outDir = mkdtempSync(path.join('.cache', 'compiled-'));
-    await run('npx', ['tsc', '-p', 'tsconfig.build.json', '--outDir', outDir]);
+    ({ dir: outDir, main: compiled } = await buildCompiled('compiled-'));
   });
   after(() => rmSync(outDir, { recursive: true, force: true }));
   beforeEach(async () => {
@@ -51,7 +47,6 @@ describe('the compiled build (e2e, npm run build)', function () {
   });
 
   it('starts without tsx, delivers a signed webhook from its own delivery thread, and starts again on its data', async () => {
-    const compiled = path.join(outDir, 'src', 'main.js');
     const service = await group.start('compiled', {}, { compiled });
     // No TypeScript loader anywhere: the threads run the build's JavaScript.
     expect(service.child.spawnargs.join(' ')).to.not.include('tsx');
@@ -77,7 +72,7 @@ describe('the compiled build (e2e, npm run build)', function () {
   });
 
   it('fails its start with the same message as under tsx when the configuration is wrong', async () => {
-    const failing = group.start('compiled, bad config', { WEBHOOK_TIMEOUT_MS: 'soon' }, { compiled: path.join(outDir, 'src', 'main.js') });
+    const failing = group.start('compiled, bad config', { WEBHOOK_TIMEOUT_MS: 'soon' }, { compiled });
     const error = await failing.then(
       () => null,
       (e: unknown) => e as Error,

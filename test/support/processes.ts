@@ -8,10 +8,11 @@
 //   await group.stopAll();                                     // SIGTERM, then SIGKILL after a grace
 //
 // `privateCluster` gives a spec a cluster of its own (processes, Redis, data folder) to break at will.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
+import { promisify } from 'node:util';
 import { randomId } from '../../src/shared/ids.js';
 import { redisServerInstalled, startPrivateRedis, type PrivateRedis } from './redis-server.js';
 
@@ -37,6 +38,17 @@ export interface ProcessGroup {
 }
 
 const READY_TIMEOUT_MS = 60_000;
+
+/**
+ * `npm run build` into a new folder `.cache/<prefix>…` (node_modules resolves from the repository
+ * above it): the folder, for its owner to remove, and the build's main module, for `start`'s `compiled`.
+ */
+export const buildCompiled = async (prefix: string): Promise<{ readonly dir: string; readonly main: string }> => {
+  mkdirSync('.cache', { recursive: true });
+  const dir = mkdtempSync(path.join('.cache', prefix));
+  await promisify(execFile)('npx', ['tsc', '-p', 'tsconfig.build.json', '--outDir', dir]);
+  return { dir, main: path.join(dir, 'src', 'main.js') };
+};
 
 /**
  * What every role of a test cluster shares: a Redis, the test run's Kafka, a topic and group of its

@@ -15,6 +15,7 @@ import { createProjectionRunner } from './app/projection-runner.js';
 import { logCore } from './app/log-core.js';
 import type { Config } from './config/config.js';
 import { createHttpApp, type RegisteredRoute } from './http/app.js';
+import { holdWrites } from './http/middleware/write-hold.js';
 import { adminRoutes } from './http/routes/admin.js';
 import { metricsRoutes } from './metrics/routes.js';
 import { createHttpServer } from './http/server.js';
@@ -154,6 +155,8 @@ export const startService = async (config: Config, options: ServiceOptions = {})
   const thread = dispatcherThreadOf(features);
   // The delivery engine's status, where this process runs one (in a thread or on its event loop).
   const engine = features.find((f) => f.deliveryEngine !== undefined)?.deliveryEngine;
+  const writeHold = features.find((f) => f.writeHold !== undefined)?.writeHold;
+  const held = writeHold === undefined || config.webhooks.backpressure.lateMs === 0 ? undefined : holdWrites(writeHold, config.webhooks.backpressure.maxHoldMs);
   const { app, routes } = createHttpApp({
     directory,
     rateLimiter: core.rateLimiter,
@@ -165,12 +168,14 @@ export const startService = async (config: Config, options: ServiceOptions = {})
     // Only the embedded role writes every key change itself; other API servers share the log.
     ...(config.role === 'all' ? {} : { keysCurrent: async () => directoryRunner.waitFor(await lastKeyChange()) }),
     // Answers holding secrets are recorded sealed with the key the webhooks' secrets are sealed with.
+    ...(held === undefined ? {} : { heldWrites: held.middleware }),
     idempotency: { log, handle, seal: secretBoxOf({ secretKey: config.webhooks.secretKey, dataDir: config.dataDir }, config.webhooks.previousSecretKeys), newId: randomId, nowMs: () => Math.floor(clock() / 1000), requestTimeoutMs: config.http.requestTimeoutMs, leaseMs: config.idempotencyLeaseMs },
     modules: withApiDocument([
       adminRoutes({ workspaces, planNames: Object.keys(config.plans), defaultPlan: config.defaultPlan, settled: directoryRunner.waitFor }),
       metricsRoutes(
         [...(thread === null ? [] : [{ thread: thread.check.name, usedBytes: thread.heapUsedBytes }]), ...features.flatMap((f) => f.workers ?? [])],
         engine === undefined ? undefined : { source: engine, clock },
+        held?.figures,
       ),
       ...(engine === undefined ? [] : [backlogRoutes(engine, clock)]),
       ...features.flatMap((f) => (f.routes === undefined ? [] : [f.routes])),

@@ -280,6 +280,8 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
     RATE_LIMIT_PER_IP: '1000000000',
     // The embedded request thread's priority, to compare with the delivery thread's (README, API_THREAD_NICE).
     ...(process.env['API_THREAD_NICE'] === undefined ? {} : { API_THREAD_NICE: process.env['API_THREAD_NICE'] }),
+    // Writes held while the delivery thread is behind and busy (README, WEBHOOK_BACKPRESSURE_LATE_MS): 0 to compare without.
+    ...(process.env['WEBHOOK_BACKPRESSURE_LATE_MS'] === undefined ? {} : { WEBHOOK_BACKPRESSURE_LATE_MS: process.env['WEBHOOK_BACKPRESSURE_LATE_MS'] }),
   });
   // Set before the try: the finally stops it.
   let topology: Topology | null = null;

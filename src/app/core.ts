@@ -10,6 +10,7 @@ import type { IdSource } from '../shared/ids.js';
 import type { Notifier } from '../updates/notifier.js';
 import type { EngineStatusSource } from '../webhooks/dispatch/backlog.js';
 import type { RouteModule } from '../http/app.js';
+import type { WriteHold } from '../http/middleware/write-hold.js';
 import type { WorkerHeap } from '../metrics/routes.js';
 import type { CommandHandler } from './command-handler.js';
 import type { RequestScope } from './request-scope.js';
@@ -47,6 +48,8 @@ export interface Feature {
   readonly deliveryEngine?: EngineStatusSource;
   /** Worker threads the feature runs, for the metrics route's heap gauge. */
   readonly workers?: readonly WorkerHeap[];
+  /** When writes are to wait for webhook delivery (the embedded delivery thread's backpressure). */
+  readonly writeHold?: WriteHold;
 }
 
 export type FeatureFactory = (core: Core) => Feature;

@@ -114,7 +114,7 @@ export const roleFeatures = (core: Core, embedded: readonly FeatureFactory[]): F
     case 'all': {
       // Started last, once the main side is ready; stopped first, before the log closes.
       const thread = createDispatcherThread(core.config);
-      const webhooks: FeatureFactory = (c) => createWebhooksFeature(c, [deliveryHistoryFrom(historyFromIndexFile), thread.forwardDeletions]);
+      const webhooks: FeatureFactory = (c) => createWebhooksFeature(c, [deliveryHistoryFrom(historyFromIndexFile), thread.forwardDeletions, thread.holdWrites]);
       const health = createHealthFeature([...checksFor(core.config, core.log), thread.check], { delivery: { engine: thread.engine, core } });
       return [...withoutDelivery(core, embedded, webhooks), health, thread.feature];
     }

@@ -50,6 +50,11 @@ export interface Config {
     readonly historyRetentionMs: number;
     /** How long a replay's lease outlives its dispatcher (shared in Redis): then another dispatcher continues it. */
     readonly replayLeaseMs: number;
+    /**
+     * The embedded delivery thread holds writes while it is this late (ms) and busy (0: never), each
+     * for at most `maxHoldMs` (src/webhooks/dispatch/backpressure.ts).
+     */
+    readonly backpressure: { readonly lateMs: number; readonly maxHoldMs: number };
   };
 }
 
@@ -255,6 +260,10 @@ export const loadConfig = (env: Env = process.env): Config => {
       previousSecretKeys: secretKeys(env, 'WEBHOOK_PREVIOUS_SECRET_KEYS'),
       historyRetentionMs: duration(env, 'WEBHOOK_HISTORY_RETENTION', '30d', 1000),
       replayLeaseMs: integer(env, 'WEBHOOK_REPLAY_LEASE_MS', 10_000, 1_000, 600_000),
+      backpressure: {
+        lateMs: integer(env, 'WEBHOOK_BACKPRESSURE_LATE_MS', 50, 0, 60_000),
+        maxHoldMs: integer(env, 'WEBHOOK_BACKPRESSURE_MAX_HOLD_MS', 1_000, 1, 60_000),
+      },
     },
   };
 };
@@ -296,6 +305,8 @@ export const CONFIG_VARIABLES = [
   'WEBHOOK_MAX_SUBSCRIPTIONS',
   'WEBHOOK_HISTORY_RETENTION',
   'WEBHOOK_REPLAY_LEASE_MS',
+  'WEBHOOK_BACKPRESSURE_LATE_MS',
+  'WEBHOOK_BACKPRESSURE_MAX_HOLD_MS',
   'WEBHOOK_SECRET_KEY',
   'WEBHOOK_PREVIOUS_SECRET_KEYS',
 ] as const;

@@ -1,4 +1,5 @@
-// The koa application: request ids, the error renderer, maintenance, body parsing, then four
+// The koa application: request ids, the error renderer, maintenance, body parsing (after the guards,
+// writes held while webhook delivery asks for it: middleware/write-hold.ts), then four
 // surfaces — the public /api/v1 (API key), /admin/v1 and /internal/v1 (admin token), and /api/media
 // (signed media links: the link is the credential; rate-limited by client IP). Paths match exactly
 // and case-sensitively everywhere, and each guard decides with its own surface's router.
@@ -45,6 +46,8 @@ export interface HttpAppOptions extends Pick<AuthOptions, 'keysCurrent'> {
   readonly modules: readonly RouteModule[];
   /** Where Idempotency-Key claims and answers are kept (see middleware/idempotency.ts). */
   readonly idempotency: Omit<IdempotencyOptions, 'routed' | 'multipart' | 'resumable'>;
+  /** Writes that wait for webhook delivery first (middleware/write-hold.ts), where the service has such a hold. */
+  readonly heldWrites?: Koa.Middleware<ApiState>;
 }
 
 const JSON_TYPES = ['application/json', 'application/*+json'];
@@ -179,6 +182,8 @@ export const createHttpApp = (options: HttpAppOptions): HttpApp => {
     surface('/api/media', limitByIp({ rateLimiter: options.rateLimiter, perIp: options.limits.perIp }) as Koa.Middleware, options.modules, (m) => m.signed),
   ];
   for (const s of surfaces) app.use(guarded(s));
+  // After the guards (a workspace is known), before the body is read: a held request holds no body.
+  if (options.heldWrites !== undefined) app.use(options.heldWrites);
   const multipart = new Set(options.modules.flatMap((m) => m.multipart ?? []));
   const routers = surfaces.map((s) => s.router);
   const routed = (ctx: Koa.Context) => routers.some((r) => r.match(ctx.path, ctx.method).route);

@@ -3,8 +3,9 @@
 // test. The figures are the process's, so one registry serves every service the process runs. The
 // default heap figures are the main thread's isolate only: a service's worker threads add theirs.
 // Where the process runs a delivery engine, its backlog gauges and punctuality histograms too.
-import { collectDefaultMetrics, Gauge, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
 import type { RouteModule } from '../http/app.js';
+import type { HeldWrites } from '../http/middleware/write-hold.js';
 import type { MicrosClock } from '../log/clock.js';
 import { lateSeconds, type EngineStatusSource } from '../webhooks/dispatch/backlog.js';
 import { punctualityText } from '../webhooks/dispatch/punctuality.js';
@@ -25,7 +26,11 @@ export interface WorkerHeap {
   usedBytes(): Promise<number | null>;
 }
 
-export const metricsRoutes = (workers: readonly WorkerHeap[] = [], engine?: { readonly source: EngineStatusSource; readonly clock: MicrosClock }): RouteModule => {
+export const metricsRoutes = (
+  workers: readonly WorkerHeap[] = [],
+  engine?: { readonly source: EngineStatusSource; readonly clock: MicrosClock },
+  heldWrites?: () => HeldWrites,
+): RouteModule => {
   // The service's own registry: several services in one process (tests) each have their workers.
   const own = new Registry();
   new Gauge({
@@ -42,6 +47,20 @@ export const metricsRoutes = (workers: readonly WorkerHeap[] = [], engine?: { re
       });
     },
   });
+  if (heldWrites !== undefined) {
+    const counter = (name: string, help: string, of: (held: HeldWrites) => number) =>
+      new Counter({
+        name,
+        help,
+        registers: [own],
+        collect() {
+          this.reset();
+          this.inc(of(heldWrites()));
+        },
+      });
+    counter('http_writes_held_total', 'API writes held while webhook delivery was behind and busy (backpressure), since the start.', (held) => held.requests);
+    counter('http_writes_held_seconds_total', 'Seconds API writes waited for webhook delivery (backpressure), since the start.', (held) => held.seconds);
+  }
   // Set from the engine's status, asked once per scrape (a thread's answer to one ping); left out
   // while the engine does not answer.
   const backlogGauges =

@@ -39,12 +39,14 @@ export const createWebhooksFeature = (core: Core, extensions: readonly WebhookEx
   const parts: WebhookParts = { directory, sender, secrets, beforeDeleteAnswered: [] };
   const extras = extensions.map((extend) => extend(core, parts));
   const deliveryEngine = extras.find((e) => e.deliveryEngine !== undefined)?.deliveryEngine;
+  const writeHold = extras.find((e) => e.writeHold !== undefined)?.writeHold;
   let stopping = false;
   let resealing = Promise.resolve();
   return {
     name: 'webhooks',
     routes: mergeRoutes([webhookRoutes(core, parts), ...extras.map((e) => e.routes)]),
     ...(deliveryEngine === undefined ? {} : { deliveryEngine }),
+    ...(writeHold === undefined ? {} : { writeHold }),
     async start() {
       await directory.start();
       for (const extra of extras) await extra.start?.();

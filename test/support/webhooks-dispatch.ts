@@ -4,8 +4,8 @@ import { expect } from 'chai';
 import type { PublicEvent } from '../../src/domain/catalogue.js';
 import type { RecordedEvent } from '../../src/log/event-log.js';
 import { randomId } from '../../src/shared/ids.js';
-import type { ReceivedRequest } from './receiver.js';
-import type { TestService, TestWorkspace } from './server.js';
+import type { ReceivedRequest, Receiver } from './receiver.js';
+import { ADMIN_TOKEN, type TestService, type TestWorkspace } from './server.js';
 import { appendEvents, ticketUpdated } from './updates-events.js';
 
 /** The whole retry schedule in a tenth of a second. */
@@ -43,3 +43,22 @@ export const header = (request: ReceivedRequest, name: string): string => String
 export const eventIdOf = (request: ReceivedRequest): string => String((JSON.parse(request.body.toString('utf8')) as { id: string }).id);
 
 export const requestsFor = (requests: readonly ReceivedRequest[], eventId: string): ReceivedRequest[] => requests.filter((r) => eventIdOf(r) === eventId);
+
+/** The service and receiver a test of the calling describe starts: closed after each test. */
+export const closedAfterEach = (): { test?: TestService; receiver?: Receiver } => {
+  const started: { test?: TestService; receiver?: Receiver } = {};
+  afterEach(async () => {
+    await started.receiver?.close();
+    await started.test?.close();
+    delete started.test;
+    delete started.receiver;
+  });
+  return started;
+};
+
+/** The lines of the service's /admin/v1/metrics that match. */
+export const metricLines = async (test: TestService, matching: RegExp): Promise<string[]> => {
+  const reply = await fetch(`${test.url}/admin/v1/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+  expect(reply.status).to.equal(200);
+  return (await reply.text()).split('\n').filter((line) => matching.test(line));
+};

@@ -6,9 +6,9 @@
 // A receiver's slowness is not the engine's lateness, but attempts queued behind it are.
 import { expect } from 'chai';
 import type { RecordedEvent } from '../../src/log/event-log.js';
-import { startReceiver, type Receiver } from '../support/receiver.js';
+import { startReceiver } from '../support/receiver.js';
 import { ADMIN_TOKEN, startTestService, type TestService } from '../support/server.js';
-import { FAST_RETRIES, emit, eventIdOf, eventually, subscribe } from '../support/webhooks-dispatch.js';
+import { FAST_RETRIES, closedAfterEach, emit, metricLines, eventIdOf, eventually, subscribe } from '../support/webhooks-dispatch.js';
 
 interface Backlog {
   readonly waiting: number;
@@ -16,38 +16,25 @@ interface Backlog {
 }
 
 describe('webhook delivery backlog and punctuality (e2e)', () => {
-  let test: TestService | undefined;
-  let receiver: Receiver | undefined;
-
-  afterEach(async () => {
-    await receiver?.close();
-    await test?.close();
-    test = undefined;
-    receiver = undefined;
-  });
+  const started = closedAfterEach();
 
   const backlog = async (): Promise<Backlog> => {
-    const reply = await test!.admin('GET', '/admin/v1/webhooks/backlog');
+    const reply = await started.test!.admin('GET', '/admin/v1/webhooks/backlog');
     expect(reply.status, JSON.stringify(reply.body)).to.equal(200);
     return reply.body as Backlog;
   };
-  /** The lines of /admin/v1/metrics that match. */
-  const metrics = async (matching: RegExp): Promise<string[]> => {
-    const reply = await fetch(`${test!.url}/admin/v1/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
-    expect(reply.status).to.equal(200);
-    return (await reply.text()).split('\n').filter((line) => matching.test(line));
-  };
+  const metrics = (matching: RegExp): Promise<string[]> => metricLines(started.test!, matching);
   const gauges = async (): Promise<string> => (await metrics(/^webhook_deliveries_/)).join('\n');
   const readyz = async (authorization?: string): Promise<{ status: number; body: unknown }> => {
-    const reply = await fetch(`${test!.url}/readyz`, authorization === undefined ? {} : { headers: { authorization } });
+    const reply = await fetch(`${started.test!.url}/readyz`, authorization === undefined ? {} : { headers: { authorization } });
     return { status: reply.status, body: await reply.json() };
   };
 
   /** A subscription whose receiver takes 800 ms per attempt, one at a time: the others wait, and the earliest waits longest. */
   const behindSlowReceiver = async () => {
-    const slow = (receiver = await startReceiver());
+    const slow = (started.receiver = await startReceiver());
     slow.respond({ kind: 'delay', ms: 800, status: 200 });
-    const service = (test = await startTestService({ ...FAST_RETRIES, WEBHOOK_MAX_IN_FLIGHT: '1' }));
+    const service = (started.test = await startTestService({ ...FAST_RETRIES, WEBHOOK_MAX_IN_FLIGHT: '1' }));
     const ws = await service.createWorkspace();
     await subscribe(ws, slow.url);
     return { ws, service, slow };
@@ -83,7 +70,7 @@ describe('webhook delivery backlog and punctuality (e2e)', () => {
   });
 
   it('answers 503 with Retry-After while the delivery thread is down', async () => {
-    test = await startTestService(FAST_RETRIES);
+    const test = (started.test = await startTestService(FAST_RETRIES));
     const thread = test.service.dispatcherThread!;
     await thread.kill();
     const reply = await test.admin('GET', '/admin/v1/webhooks/backlog');
@@ -94,7 +81,7 @@ describe('webhook delivery backlog and punctuality (e2e)', () => {
   });
 
   it('is for the admin token only: /readyz answers anyone else the bare status', async () => {
-    test = await startTestService();
+    const test = (started.test = await startTestService());
     const ws = await test.createWorkspace();
     expect((await ws.api('GET', '/admin/v1/webhooks/backlog')).status).to.equal(401);
     for (const authorization of [undefined, `Bearer ${ws.apiKey}`, `Bearer ${ADMIN_TOKEN}x`, ADMIN_TOKEN]) {
@@ -112,14 +99,14 @@ describe('webhook delivery backlog and punctuality (e2e)', () => {
   const first = (suffix: string) => `webhook_attempt_start_delay_seconds_${suffix}`;
 
   it('counts each fan-out and each attempt by kind, a retry apart from first attempts', async () => {
-    receiver = await startReceiver();
+    const receiver = (started.receiver = await startReceiver());
     // The first attempt fails: one retry, 20 ms later.
     receiver.respondOnce({ kind: 'status', status: 500 });
-    test = await startTestService(FAST_RETRIES);
+    const test = (started.test = await startTestService(FAST_RETRIES));
     const ws = await test.createWorkspace();
     await subscribe(ws, receiver.url);
     const events = [await emit(test, ws.workspaceId), await emit(test, ws.workspaceId)];
-    await eventually('both events delivered, one after a retry', () => receiver!.requests.length >= 3 && events.every((e) => receiver!.requests.some((r) => eventIdOf(r) === e.id)));
+    await eventually('both events delivered, one after a retry', () => receiver.requests.length >= 3 && events.every((e) => receiver.requests.some((r) => eventIdOf(r) === e.id)));
     const figures = await eventually('the attempts counted', async () => {
       const now = await punctuality();
       return now.get(first('count{attempt="first"}')) === 2 && now.get(first('count{attempt="retry"}')) === 1 ? now : undefined;

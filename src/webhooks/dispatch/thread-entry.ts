@@ -15,6 +15,7 @@ import type { Config } from '../../config/config.js';
 import { systemMicros } from '../../log/clock.js';
 import { nameThread } from '../../shared/thread-priority.js';
 import type { DeliveryEngineStatus } from './backlog.js';
+import { BACKPRESSURE_DEFAULTS, eventLoopBusy, signalBackpressure, type DeliverySide } from './backpressure.js';
 import type { Dispatcher } from './dispatcher.js';
 import { webhooksWithDelivery, type EventSource } from './feature.js';
 import { recordsFromIndex } from './history-index.js';
@@ -25,7 +26,7 @@ import type { FromWorker, ToWorker } from './thread.js';
 
 const port = parentPort;
 if (port === null) throw new Error('thread-entry runs in a worker thread');
-const { config } = workerData as { config: Config };
+const { config, backpressure } = workerData as { config: Config; backpressure: SharedArrayBuffer };
 nameThread('webhook-deliver');
 
 // Started first and awaited only where needed: its start (loading its modules, catching the index
@@ -65,6 +66,16 @@ const pong = (id: number, otherHeap = 0, status: DeliveryEngineStatus | null = n
   send({ kind: 'pong', id, heapUsedBytes: getHeapStatistics().used_heap_size + otherHeap, engine: status });
 
 const started = Promise.all([indexThread, engine.start?.()]);
+/** Works for `ms` in slices of 20 ms, yielding between them so that timers and I/O still run (tests). */
+const busyFor = (ms: number, until = Date.now() + ms): void => {
+  const slice = Math.min(until, Date.now() + 20);
+  while (Date.now() < slice) {
+    // Busy on purpose.
+  }
+  if (Date.now() < until) setImmediate(() => busyFor(0, until));
+};
+/** Asks the main thread to hold writes while deliveries are late and this thread is busy (from ready to stop). */
+let pressing: DeliverySide | null = null;
 /** The index thread's heap in use as it last answered. */
 let indexHeap = 0;
 let stopping: Promise<void> | null = null;
@@ -86,8 +97,10 @@ port.on('message', (message: ToWorker) => {
     return pong(message.id);
   }
   if (message.kind === 'kill-index') return void indexThread.then((thread) => thread.kill());
+  if (message.kind === 'busy') return busyFor(message.ms);
   stopping ??= (async () => {
     await started.catch(() => undefined);
+    pressing?.stop();
     await engine.stop?.();
     await (await indexThread).stop();
     await index.close();
@@ -102,5 +115,10 @@ try {
   await index.close();
   await log.close();
   throw error;
+}
+const { lateMs } = config.webhooks.backpressure;
+if (lateMs > 0 && stopping === null) {
+  const oldestDueAt = async () => (await engine.deliveryEngine?.())?.backlog.oldestDueAt ?? null;
+  pressing = signalBackpressure(backpressure, { oldestDueAt, busy: eventLoopBusy() }, systemMicros, { ...BACKPRESSURE_DEFAULTS, lateMs });
 }
 send({ kind: 'ready' });

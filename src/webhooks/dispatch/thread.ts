@@ -13,12 +13,15 @@ import type { WebhookExtension } from '../feature.js';
 import type { DeliveryEngineStatus, EngineStatusSource } from './backlog.js';
 import { DELETION_WAIT_MS } from './deletion-notices.js';
 import { createThreadLauncher, type LaunchedWorker } from '../../shared/thread-launcher.js';
+import { createBackpressureBuffer, readBackpressure } from './backpressure.js';
 
 /** Main thread → worker. */
 export type ToWorker =
   | { readonly kind: 'stop' }
   /** Ends the worker's history index thread abruptly, as a crash would (tests). */
   | { readonly kind: 'kill-index' }
+  /** Keeps the worker's event loop busy for `ms` (in slices, so its timers still run), as a CPU-bound engine is (tests). */
+  | { readonly kind: 'busy'; readonly ms: number }
   | { readonly kind: 'ping'; readonly id: number }
   /** Answered with a pong once the worker has cancelled the subscription's attempts in flight. */
   | { readonly kind: 'deleted'; readonly subscriptionId: string; readonly id: number };
@@ -56,6 +59,8 @@ export interface DispatcherThread {
   kill(): Promise<void>;
   /** Ends the running worker's history index thread abruptly (tests); the worker ends with it. */
   killIndex(): void;
+  /** Keeps the running worker busy for `ms` (tests). */
+  busy(ms: number): void;
   /**
    * The main thread's extension of the webhooks feature: a deletion its directory applies (before the
    * DELETE answers) is handed to the worker at once, which cancels the subscription's attempts in
@@ -63,6 +68,11 @@ export interface DispatcherThread {
    * also miss: the DELETE removes the marker with the subscription's stream a moment later).
    */
   readonly forwardDeletions: WebhookExtension;
+  /**
+   * The main thread's extension that holds writes of workspaces with subscriptions while the worker
+   * asks for it (backpressure.ts): it adds `writeHold` to the webhooks feature.
+   */
+  readonly holdWrites: WebhookExtension;
 }
 
 /** The longest a metrics scrape or the backlog route waits for the worker's figures. */
@@ -83,6 +93,9 @@ export const createDispatcherThread = (config: Config, options: DispatcherThread
   // Created now, before the main thread lowers its priority (API_THREAD_NICE): a worker started again
   // after a crash runs at the process's priority, as the first did.
   const launcher = createThreadLauncher();
+  // One buffer for every worker this starts: a restarted worker signals where the first did.
+  const backpressure = createBackpressureBuffer();
+  const pressure = readBackpressure(backpressure);
   let worker: LaunchedWorker | null = null;
   let ready = false;
   let stopping = false;
@@ -97,7 +110,7 @@ export const createDispatcherThread = (config: Config, options: DispatcherThread
   const spawn = (): Promise<void> =>
     new Promise<void>((resolve, reject) => {
       const started = Date.now();
-      const current = launcher.start(ENTRY, { workerData: { config }, name: 'webhook-dispatcher' });
+      const current = launcher.start(ENTRY, { workerData: { config, backpressure }, name: 'webhook-dispatcher' });
       worker = current;
       ready = false;
       let failure: unknown = null;
@@ -117,6 +130,8 @@ export const createDispatcherThread = (config: Config, options: DispatcherThread
       });
       current.on('exit', (code) => {
         if (worker === current) worker = null;
+        // What it held is released now rather than when its last signal runs out.
+        pressure.clear();
         const wasReady = ready;
         ready = false;
         pongs.clear();
@@ -195,6 +210,9 @@ export const createDispatcherThread = (config: Config, options: DispatcherThread
     killIndex() {
       worker?.postMessage({ kind: 'kill-index' } satisfies ToWorker);
     },
+    busy(ms) {
+      worker?.postMessage({ kind: 'busy', ms } satisfies ToWorker);
+    },
     forwardDeletions: (_core, { beforeDeleteAnswered }) => {
       // A worker not running meanwhile reads the subscriptions from the log when it starts; one that
       // does not answer in time is not waited for longer (its own tail meets the deletion).
@@ -203,6 +221,13 @@ export const createDispatcherThread = (config: Config, options: DispatcherThread
       });
       return {};
     },
+    holdWrites: (_core, { directory }) => ({
+      writeHold: {
+        // A workspace without subscriptions adds nothing to deliver: its writes never wait.
+        held: (workspaceId) => pressure.pressing() && directory.list(workspaceId).some((row) => row.isActive),
+        eased: pressure.eased,
+      },
+    }),
   };
   const withThread = { ...feature, thread, deliveryEngine: thread.engine };
   return thread;

@@ -1,0 +1,160 @@
+// Backpressure between the embedded delivery thread and the request thread (src/webhooks/dispatch/
+// backpressure.ts): writes wait only while deliveries are late AND the delivery thread is busy (a slow
+// receiver leaves attempts late with the thread idle); the signal runs out by itself when the delivery
+// side stops renewing it, is released at once by clear(), and a held request waits at most its bound.
+import { expect } from 'chai';
+import fc from 'fast-check';
+import { Worker } from 'node:worker_threads';
+import {
+  createBackpressureBuffer,
+  eventLoopBusy,
+  presses,
+  readBackpressure,
+  signalBackpressure,
+} from '../../src/webhooks/dispatch/backpressure.js';
+
+const OPTIONS = { lateMs: 50, busyShare: 0.85, everyMs: 5 };
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const NOW_US = 1_800_000_000_000_000;
+
+describe('webhook delivery backpressure (unit)', () => {
+  it('presses exactly when the earliest waiting attempt is over lateMs late and the loop busier than busyShare', () => {
+    fc.assert(
+      fc.property(
+        fc.option(fc.integer({ min: -10_000_000, max: 10_000_000 }), { nil: null }),
+        fc.double({ min: 0, max: 1, noNaN: true }),
+        fc.integer({ min: 0, max: 5_000 }),
+        (lateUs, busy, lateMs) => {
+          const dueAt = lateUs === null ? null : NOW_US - lateUs;
+          const expected = lateUs !== null && lateUs > lateMs * 1000 && busy > 0.85;
+          expect(presses(dueAt, NOW_US, busy, { lateMs, busyShare: 0.85 })).to.equal(expected);
+        },
+      ),
+    );
+    // The edges: late by exactly the bound, or busy by exactly the share, is not enough.
+    expect(presses(NOW_US - 50_000, NOW_US, 0.99, OPTIONS)).to.equal(false);
+    expect(presses(NOW_US - 50_001, NOW_US, 0.85, OPTIONS)).to.equal(false);
+    expect(presses(NOW_US - 50_001, NOW_US, 0.851, OPTIONS)).to.equal(true);
+  });
+
+  it('asks for writes to wait while late and busy, and no longer once either ends', async () => {
+    const buffer = createBackpressureBuffer();
+    const request = readBackpressure(buffer);
+    let state = { late: true, busy: 0.97 };
+    const delivery = signalBackpressure(
+      buffer,
+      { oldestDueAt: async () => (state.late ? NOW_US - 200_000 : null), busy: () => state.busy },
+      () => NOW_US,
+      OPTIONS,
+    );
+    try {
+      await sleep(30);
+      expect(request.pressing(), 'late and busy').to.equal(true);
+      state = { late: true, busy: 0.1 };
+      await sleep(30);
+      expect(request.pressing(), 'late behind a slow receiver, the thread idle').to.equal(false);
+      state = { late: false, busy: 1 };
+      await sleep(30);
+      expect(request.pressing(), 'busy and on time').to.equal(false);
+      state = { late: true, busy: 1 };
+      await sleep(30);
+      expect(request.pressing()).to.equal(true);
+    } finally {
+      delivery.stop();
+    }
+    expect(request.pressing(), 'stopped').to.equal(false);
+  });
+
+  it('runs out by itself within three periods when the delivery side stops renewing it', async () => {
+    const buffer = createBackpressureBuffer();
+    let now = 1_000_000;
+    const request = readBackpressure(buffer, () => now);
+    // A delivery side whose loop then stops (its timer never runs again): the deadline it wrote stays.
+    const delivery = signalBackpressure(buffer, { oldestDueAt: async () => NOW_US - 1_000_000, busy: () => 1 }, () => NOW_US, OPTIONS, () => now);
+    await sleep(20);
+    delivery.stop();
+    // stop() clears it; write it back as a stuck thread would have left it.
+    new BigInt64Array(buffer)[0] = BigInt(now + 3 * OPTIONS.everyMs);
+    expect(request.pressing()).to.equal(true);
+    now += 3 * OPTIONS.everyMs - 1;
+    expect(request.pressing()).to.equal(true);
+    now += 1;
+    expect(request.pressing(), 'the deadline has passed').to.equal(false);
+  });
+
+  it('does not press when the backlog cannot be read', async () => {
+    const buffer = createBackpressureBuffer();
+    const request = readBackpressure(buffer);
+    const delivery = signalBackpressure(buffer, { oldestDueAt: () => Promise.reject(new Error('gone')), busy: () => 1 }, () => NOW_US, OPTIONS);
+    try {
+      await sleep(30);
+      expect(request.pressing()).to.equal(false);
+    } finally {
+      delivery.stop();
+    }
+  });
+
+  it('lets a held request go when pressure ends, at its bound at the latest, and all at once on clear()', async () => {
+    const buffer = createBackpressureBuffer();
+    const deadline = new BigInt64Array(buffer);
+    const request = readBackpressure(buffer);
+    const pressFor = (ms: number) => Atomics.store(deadline, 0, BigInt(Date.now() + ms));
+
+    // Not pressing: at once.
+    let done = false;
+    await request.eased(10_000).then(() => (done = true));
+    expect(done).to.equal(true);
+
+    // Pressing for 60 ms, a bound of 10 s: goes when the pressure ends.
+    pressFor(60);
+    const started = Date.now();
+    await request.eased(10_000);
+    expect(Date.now() - started).to.be.within(40, 5_000);
+
+    // Pressing for 10 s, a bound of 50 ms: goes at its bound.
+    pressFor(10_000);
+    const bounded = Date.now();
+    await request.eased(50);
+    expect(Date.now() - bounded).to.be.within(40, 5_000);
+
+    // Many held with long bounds: clear() lets every one go.
+    const held = [1, 2, 3].map(() => request.eased(60_000));
+    let settled = 0;
+    held.forEach((p) => void p.then(() => settled++));
+    await sleep(20);
+    expect(settled).to.equal(0);
+    request.clear();
+    await Promise.all(held);
+    expect(request.pressing()).to.equal(false);
+  });
+
+  it('is seen across threads: a worker that writes the buffer holds the reader here', async () => {
+    const buffer = createBackpressureBuffer();
+    const request = readBackpressure(buffer);
+    const worker = new Worker(
+      `const { workerData, parentPort } = require('node:worker_threads');
+       const deadline = new BigInt64Array(workerData);
+       Atomics.store(deadline, 0, BigInt(Date.now() + 60000));
+       parentPort.postMessage('set');`,
+      { eval: true, workerData: buffer },
+    );
+    await new Promise((resolve) => worker.once('message', resolve));
+    expect(request.pressing()).to.equal(true);
+    await worker.terminate();
+    request.clear();
+    expect(request.pressing()).to.equal(false);
+  });
+
+  it("measures the calling thread's event loop: busy while it computes, idle while it waits", async () => {
+    const busy = eventLoopBusy();
+    await sleep(50);
+    busy();
+    const from = Date.now();
+    while (Date.now() - from < 60) {
+      // Works without yielding.
+    }
+    expect(busy()).to.be.greaterThan(0.8);
+    await sleep(60);
+    expect(busy()).to.be.lessThan(0.5);
+  });
+});

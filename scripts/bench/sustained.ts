@@ -10,7 +10,8 @@
 // the run (also per minute), and the start-up time of the resulting log (under tsx, and of a
 // compiled build the bench makes first). Beside the receiver's figures, the engine's own
 // (its punctuality histograms at /admin/v1/metrics): commit → fan-out, fan-out → first attempt out,
-// and due → retry out, without the network and the receiver's event loop.
+// and due → retry out, without the network and the receiver's event loop. And the writes the API held
+// for delivery (backpressure: README, WEBHOOK_BACKPRESSURE_LATE_MS) in the burst and in the run.
 // With BENCH_ROLES=distributed the same traffic goes to the distributed roles on one host instead: an
 // API server, the relay and two dispatchers on one shared SQLite log, with Kafka and Redis the bench
 // starts on ports of its own; the start-up reported is then the API server's and a dispatcher's. The
@@ -24,7 +25,7 @@ import { Agent, request } from 'undici';
 import { buildCompiled, clusterEnv, createProcessGroup, type ProcessGroup, type RoleProcess } from '../../test/support/processes.js';
 import { send } from '../torture/http.js';
 import { engine as engineAt } from './engines.js';
-import { punctual, scrapePunctuality, since, type Tally } from './engine-punctuality.js';
+import { metricsText, punctual, scrapePunctuality, since, type Tally } from './engine-punctuality.js';
 import { watchStalls } from './stall-watch.js';
 import { startSustainedReceiver, type ReceiverFigures, type SustainedReceiver } from './sustained-receiver.js';
 
@@ -67,6 +68,17 @@ const setUp = async (url: string, receiverUrl: string): Promise<Workspace> => {
   for (let i = 0; i < TICKETS; i++) tickets.push(String((await must(url, 'POST', '/api/v1/tickets', apiKey, newTicket(i)))['id']));
   return { apiKey, tickets };
 };
+
+/** The API's writes held for webhook delivery so far (backpressure; 0 where it holds none). */
+const heldWrites = async (url: string): Promise<{ readonly requests: number; readonly seconds: number }> => {
+  const text = await metricsText(url, ADMIN);
+  const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
+  return { requests: value('http_writes_held_total'), seconds: value('http_writes_held_seconds_total') };
+};
+const heldSince = (before: { requests: number; seconds: number }, after: { requests: number; seconds: number }) => ({
+  requests: after.requests - before.requests,
+  seconds: round(after.seconds - before.seconds),
+});
 
 const newTicket = (n: number) => ({ contact: { email: `sustained-${n}@example.com` }, subject: `Order ${n}`, message: 'Where is my order?' });
 
@@ -280,7 +292,7 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
     RATE_LIMIT_PER_IP: '1000000000',
     // The embedded request thread's priority, to compare with the delivery thread's (README, API_THREAD_NICE).
     ...(process.env['API_THREAD_NICE'] === undefined ? {} : { API_THREAD_NICE: process.env['API_THREAD_NICE'] }),
-    // Writes held while the delivery thread is behind and busy (README, WEBHOOK_BACKPRESSURE_LATE_MS): 0 to compare without.
+    // Writes held while delivery is behind and busy, in either mode (README, WEBHOOK_BACKPRESSURE_LATE_MS): 0 to compare without.
     ...(process.env['WEBHOOK_BACKPRESSURE_LATE_MS'] === undefined ? {} : { WEBHOOK_BACKPRESSURE_LATE_MS: process.env['WEBHOOK_BACKPRESSURE_LATE_MS'] }),
   });
   // Set before the try: the finally stops it.
@@ -291,6 +303,7 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
     const ws = await setUp(url, receiver.url);
     const engines = async () => scrapePunctuality(topology!.engineUrls(), ADMIN);
     const beforeBurst = await engines();
+    const heldBeforeBurst = await heldWrites(url);
     const burstStartedMs = Date.now();
     const ceilingPerS = await ceiling(url, ws);
     const burstStoppedMs = Date.now();
@@ -308,6 +321,9 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
       quantiles(inBurst.filter(([committed]) => Math.floor((committed - burstStartedMs) / 1000) === i).map(([committed, arrived]) => arrived - committed)),
     );
     console.error(`burst by second of commit: p50 / p99 ${burstBySecond.map((q) => `${q.p50} / ${q.p99}`).join(', ')} ms`);
+    const heldBeforeRun = await heldWrites(url);
+    const burstHeld = heldSince(heldBeforeBurst, heldBeforeRun);
+    console.error(`burst: ${burstHeld.requests} writes held for delivery (backpressure), ${burstHeld.seconds} s waited in all`);
     const beforeRun = await engines();
     const burstEngine = engineFigures(since(beforeBurst, beforeRun));
     console.error(`burst, as the engine measured it: ${burstEngine.line}`);
@@ -342,6 +358,8 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
     const end = await drain(url, ws, receiver, startedMs);
     const runEngine = engineFigures(since(beforeRun, await engines()));
     console.error(`run, as the engine measured it: ${runEngine.line}`);
+    const runHeld = heldSince(heldBeforeRun, await heldWrites(url));
+    console.error(`run: ${runHeld.requests} writes held for delivery (backpressure), ${runHeld.seconds} s waited in all`);
 
     const inRun = end.firstAttempts.filter(([committed]) => committed >= startedMs && committed < stoppedMs);
     const lag = quantiles(inRun.map(([committed, arrived]) => arrived - committed));
@@ -384,6 +402,8 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
       burst_retry_late_p99_ms: burstRetries.p99,
       burst_engine_fanout_p99_at_most_ms: burstEngine.fanOut.p99AtMostMs,
       burst_engine_first_attempt_start_p99_at_most_ms: burstEngine.first.p99AtMostMs,
+      burst_writes_held: burstHeld.requests,
+      burst_writes_held_seconds: burstHeld.seconds,
       writes_per_s: rate,
       writes: latencies.length,
       write_failures: failed,
@@ -400,6 +420,8 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
       engine_retry_start_within_100ms: Number(runEngine.retry.within.toFixed(4)),
       engine_retry_start_p99_at_most_ms: runEngine.retry.p99AtMostMs,
       engine_retries: runEngine.retry.count,
+      writes_held: runHeld.requests,
+      writes_held_seconds: runHeld.seconds,
       false_timeouts: end.falseFailures,
       backlog_at_end: Math.max(0, owed - receivedInRun),
       undelivered_after_drain: Math.max(0, owed - end.firstAttempts.filter(([c]) => c >= startedMs).length),

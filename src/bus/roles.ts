@@ -24,6 +24,7 @@ import { deliveryHistoryFrom, historyFromIndexFile, historyInMemory, historyInRe
 import { sharedHistory } from '../webhooks/dispatch/shared-history.js';
 import { createRedisDeletionListener, createRedisDeletionNotices, DELETION_WAIT_MS, type DeletionNotices } from '../webhooks/dispatch/deletion-notices.js';
 import { createDispatcherThread } from '../webhooks/dispatch/thread.js';
+import { holdForDispatchers, pressApiServers } from '../webhooks/dispatch/backpressure-redis.js';
 import { createWebhooksFeature, type WebhookExtension } from '../webhooks/feature.js';
 import { createLogCheckpoint } from './checkpoint.js';
 import { CONSUMER_RIDE_OUT_MS, createKafka } from './kafka.js';
@@ -78,7 +79,7 @@ const dispatcherFeatures = (core: Core): Feature[] => {
   const leases = createRedisReplayLeases({ url: config.redisUrl, ttlMs: config.webhooks.replayLeaseMs });
   const deletions = createRedisDeletionListener({ url: config.redisUrl });
   const delivery = webhooksWithDelivery(createKafkaSource(bus, history.restore), { shared, records: history.records, leases, deletions })(core);
-  return [history.feature, delivery, healthFeature(core, delivery.deliveryEngine, [consuming])];
+  return [history.feature, delivery, pressApiServers(core, config.redisUrl, delivery), healthFeature(core, delivery.deliveryEngine, [consuming])];
 };
 
 /** A DELETE answers once the dispatchers have stopped sending to the subscription (src/webhooks/dispatch/deletion-notices.ts). */
@@ -101,7 +102,9 @@ const tellDispatchers =
 const webhooksFromLog: FeatureFactory = (core) =>
   createWebhooksFeature(
     core,
-    core.config.redisUrl === null ? [deliveryHistoryFrom(historyInMemory)] : [deliveryHistoryFrom(historyInRedis), tellDispatchers(core.config.redisUrl)],
+    core.config.redisUrl === null
+      ? [deliveryHistoryFrom(historyInMemory)]
+      : [deliveryHistoryFrom(historyInRedis), tellDispatchers(core.config.redisUrl), holdForDispatchers(core.config.redisUrl)],
   );
 
 /** The embedded features with the webhooks feature of a server whose delivery engine runs elsewhere. */

@@ -10,6 +10,7 @@ import {
   eventLoopBusy,
   presses,
   readBackpressure,
+  sharedDeadline,
   signalBackpressure,
 } from '../../src/webhooks/dispatch/backpressure.js';
 
@@ -38,11 +39,11 @@ describe('webhook delivery backpressure (unit)', () => {
   });
 
   it('asks for writes to wait while late and busy, and no longer once either ends', async () => {
-    const buffer = createBackpressureBuffer();
-    const request = readBackpressure(buffer);
+    const shared = sharedDeadline(createBackpressureBuffer());
+    const request = readBackpressure(shared);
     let state = { late: true, busy: 0.97 };
     const delivery = signalBackpressure(
-      buffer,
+      shared.press,
       { oldestDueAt: async () => (state.late ? NOW_US - 200_000 : null), busy: () => state.busy },
       () => NOW_US,
       OPTIONS,
@@ -66,15 +67,11 @@ describe('webhook delivery backpressure (unit)', () => {
   });
 
   it('runs out by itself within three periods when the delivery side stops renewing it', async () => {
-    const buffer = createBackpressureBuffer();
     let now = 1_000_000;
-    const request = readBackpressure(buffer, () => now);
-    // A delivery side whose loop then stops (its timer never runs again): the deadline it wrote stays.
-    const delivery = signalBackpressure(buffer, { oldestDueAt: async () => NOW_US - 1_000_000, busy: () => 1 }, () => NOW_US, OPTIONS, () => now);
-    await sleep(20);
-    delivery.stop();
-    // stop() clears it; write it back as a stuck thread would have left it.
-    new BigInt64Array(buffer)[0] = BigInt(now + 3 * OPTIONS.everyMs);
+    const shared = sharedDeadline(createBackpressureBuffer(), () => now);
+    const request = readBackpressure(shared, () => now);
+    // The last press of a delivery side whose loop then stopped (stuck): nothing renews it.
+    shared.press(3 * OPTIONS.everyMs);
     expect(request.pressing()).to.equal(true);
     now += 3 * OPTIONS.everyMs - 1;
     expect(request.pressing()).to.equal(true);
@@ -82,10 +79,45 @@ describe('webhook delivery backpressure (unit)', () => {
     expect(request.pressing(), 'the deadline has passed').to.equal(false);
   });
 
+  it('says it stopped once, when it stops, and does not ask the schedule while idle', async () => {
+    const said: number[] = [];
+    let asked = 0;
+    let busy = 1;
+    const delivery = signalBackpressure(
+      (forMs) => said.push(forMs),
+      {
+        oldestDueAt: async () => {
+          asked += 1;
+          return NOW_US - 1_000_000;
+        },
+        busy: () => busy,
+      },
+      () => NOW_US,
+      OPTIONS,
+    );
+    try {
+      await sleep(30);
+      expect(said.length).to.be.at.least(2);
+      expect(new Set(said)).to.deep.equal(new Set([3 * OPTIONS.everyMs]));
+      busy = 0.2;
+      await sleep(10);
+      const askedWhenIdle = asked;
+      const saidWhenIdle = said.length;
+      await sleep(40);
+      expect(asked, 'the schedule is not asked while idle').to.equal(askedWhenIdle);
+      expect(said.length, 'nothing more said while idle').to.equal(saidWhenIdle);
+      expect(said.at(-1), 'the last word: stopped').to.equal(0);
+      expect(said.filter((ms) => ms === 0)).to.have.length(1);
+    } finally {
+      delivery.stop();
+    }
+    expect(said.filter((ms) => ms === 0), 'stop() while not pressing says nothing more').to.have.length(1);
+  });
+
   it('does not press when the backlog cannot be read', async () => {
-    const buffer = createBackpressureBuffer();
-    const request = readBackpressure(buffer);
-    const delivery = signalBackpressure(buffer, { oldestDueAt: () => Promise.reject(new Error('gone')), busy: () => 1 }, () => NOW_US, OPTIONS);
+    const shared = sharedDeadline(createBackpressureBuffer());
+    const request = readBackpressure(shared);
+    const delivery = signalBackpressure(shared.press, { oldestDueAt: () => Promise.reject(new Error('gone')), busy: () => 1 }, () => NOW_US, OPTIONS);
     try {
       await sleep(30);
       expect(request.pressing()).to.equal(false);
@@ -95,10 +127,9 @@ describe('webhook delivery backpressure (unit)', () => {
   });
 
   it('lets a held request go when pressure ends, at its bound at the latest, and all at once on clear()', async () => {
-    const buffer = createBackpressureBuffer();
-    const deadline = new BigInt64Array(buffer);
-    const request = readBackpressure(buffer);
-    const pressFor = (ms: number) => Atomics.store(deadline, 0, BigInt(Date.now() + ms));
+    const shared = sharedDeadline(createBackpressureBuffer());
+    const request = readBackpressure(shared);
+    const pressFor = shared.press;
 
     // Not pressing: at once.
     let done = false;
@@ -130,7 +161,7 @@ describe('webhook delivery backpressure (unit)', () => {
 
   it('is seen across threads: a worker that writes the buffer holds the reader here', async () => {
     const buffer = createBackpressureBuffer();
-    const request = readBackpressure(buffer);
+    const request = readBackpressure(sharedDeadline(buffer));
     const worker = new Worker(
       `const { workerData, parentPort } = require('node:worker_threads');
        const deadline = new BigInt64Array(workerData);
@@ -154,7 +185,8 @@ describe('webhook delivery backpressure (unit)', () => {
       // Works without yielding.
     }
     expect(busy()).to.be.greaterThan(0.8);
-    await sleep(60);
+    // Long enough that what else this process runs meanwhile (other suites' timers) stays a small share.
+    await sleep(250);
     expect(busy()).to.be.lessThan(0.5);
   });
 });

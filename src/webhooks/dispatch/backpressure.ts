@@ -1,17 +1,22 @@
-// Backpressure from the embedded delivery thread to the request thread. The two share a machine's
-// cores: when writes come faster than the one delivery thread can send their webhooks, the attempts
-// due pile up and every event's first attempt goes out later than the last. So while the delivery
-// thread is behind on attempts already due AND its own event loop is busy, it says so in memory both
-// threads share, and the request thread holds new writes of workspaces with subscriptions
-// (src/http/middleware/backpressure.ts) until it is not, for at most a bound: the lag stays bounded
-// and the cores the held requests leave go to the deliveries. Both conditions, because a slow or
-// hanging receiver also leaves attempts waiting (its subscription's slots are full), but then the
-// thread waits on the network with its loop idle: writes are never held for a receiver.
+// Backpressure from webhook delivery to the API's writes. The two share a machine's cores in the
+// embedded mode: when writes come faster than the one delivery thread can send their webhooks, the
+// attempts due pile up and every event's first attempt goes out later than the last. So while a
+// delivery engine is behind on attempts already due AND its own event loop is busy, it says so, and
+// the request side holds new writes of workspaces with subscriptions (src/http/middleware/write-hold.ts)
+// until it no longer does, for at most a bound: the lag stays bounded, and in the embedded mode the
+// cores the held requests leave go to the deliveries. Both conditions, because a slow or hanging
+// receiver also leaves attempts waiting (its subscription's slots are full), but then the engine
+// waits on the network with its loop idle: writes are never held for a receiver.
 //
-// The signal is a deadline in a SharedArrayBuffer (milliseconds since the epoch): the delivery side
-// renews it every `everyMs` while the conditions hold, so a delivery thread that stops renewing
-// (stuck, crashed, ended) releases the writes within three of its periods by itself.
+// What it says is a hold for the next three of its periods, renewed at each look while the conditions
+// last, so an engine that stops renewing (stuck, crashed, ended) releases the writes by itself. The
+// embedded delivery thread writes it as a deadline into memory it shares with the main thread
+// (`sharedDeadline`); the distributed dispatchers publish it to the API servers through Redis
+// (backpressure-redis.ts).
+import type { WriteHold } from '../../http/middleware/write-hold.js';
 import type { MicrosClock } from '../../log/clock.js';
+import type { SubscriptionDirectory } from '../subscriptions.js';
+import type { EngineStatusSource } from './backlog.js';
 
 export interface BackpressureOptions {
   /** Behind when the earliest waiting attempt fell due more than this long ago. */
@@ -24,41 +29,46 @@ export interface BackpressureOptions {
 
 export const BACKPRESSURE_DEFAULTS = { busyShare: 0.85, everyMs: 20 } as const;
 
-/** The memory both threads share: one 64-bit deadline. */
-export const createBackpressureBuffer = (): SharedArrayBuffer => new SharedArrayBuffer(BigInt64Array.BYTES_PER_ELEMENT);
-
 /** Whether writes are to wait: the earliest waiting attempt is over `lateMs` late and the loop was busier than `busyShare`. */
 export const presses = (oldestDueAt: number | null, nowUs: number, busy: number, options: Pick<BackpressureOptions, 'lateMs' | 'busyShare'>): boolean =>
   oldestDueAt !== null && nowUs - oldestDueAt > options.lateMs * 1000 && busy > options.busyShare;
+
+/** Where an engine says it presses: `press(forMs)` at each look while it does, `press(0)` once when it stops. */
+export type Press = (forMs: number) => void;
 
 export interface DeliverySide {
   readonly stop: () => void;
 }
 
 /**
- * The delivery side: every `everyMs`, asks when the earliest waiting attempt fell due and how busy its
- * event loop was since the last look (a share from 0 to 1), and renews or clears the deadline.
+ * The delivery side: every `everyMs`, asks how busy its event loop was since the last look (a share
+ * from 0 to 1) and, when busy, when the earliest waiting attempt fell due; presses for three periods
+ * while both say so.
  */
 export const signalBackpressure = (
-  buffer: SharedArrayBuffer,
+  press: Press,
   source: { readonly oldestDueAt: () => Promise<number | null>; readonly busy: () => number },
   clock: MicrosClock,
   options: BackpressureOptions,
-  nowMs: () => number = Date.now,
 ): DeliverySide => {
-  const deadline = new BigInt64Array(buffer);
   let looking = false;
+  let pressing = false;
+  const say = (now: boolean): void => {
+    if (now) press(3 * options.everyMs);
+    else if (pressing) press(0);
+    pressing = now;
+  };
   const look = async (): Promise<void> => {
     // A look still waiting for the schedule is not doubled by the next tick.
     if (looking) return;
     looking = true;
     try {
       const busy = source.busy();
-      const dueAt = await source.oldestDueAt();
-      Atomics.store(deadline, 0, presses(dueAt, clock(), busy, options) ? BigInt(nowMs() + 3 * options.everyMs) : 0n);
+      // An idle loop presses nothing, whatever waits: the schedule is not even asked (a shared one is a round trip).
+      say(busy > options.busyShare && presses(await source.oldestDueAt(), clock(), busy, options));
     } catch {
       // Not known: writes are not held for it.
-      Atomics.store(deadline, 0, 0n);
+      say(false);
     } finally {
       looking = false;
     }
@@ -68,27 +78,50 @@ export const signalBackpressure = (
   return {
     stop() {
       clearInterval(timer);
-      Atomics.store(deadline, 0, 0n);
+      say(false);
     },
   };
 };
 
+/** Presses while the engine (this thread's) is behind and its event loop busy, with the default period and share. */
+export const pressWhileBehind = (press: Press, engine: EngineStatusSource, clock: MicrosClock, lateMs: number): DeliverySide =>
+  signalBackpressure(press, { oldestDueAt: async () => (await engine())?.backlog.oldestDueAt ?? null, busy: eventLoopBusy() }, clock, { ...BACKPRESSURE_DEFAULTS, lateMs });
+
+/** A deadline (ms since the epoch, 0 for none) the request side reads. */
+export interface Deadline {
+  read(): number;
+  /** No deadline any more. */
+  clear(): void;
+}
+
+/** The memory the embedded delivery thread and the main thread share: one 64-bit deadline. */
+export const createBackpressureBuffer = (): SharedArrayBuffer => new SharedArrayBuffer(BigInt64Array.BYTES_PER_ELEMENT);
+
+/** The deadline in `buffer`, and how an engine in another thread presses it. */
+export const sharedDeadline = (buffer: SharedArrayBuffer, nowMs: () => number = Date.now): Deadline & { readonly press: Press } => {
+  const cell = new BigInt64Array(buffer);
+  return {
+    read: () => Number(Atomics.load(cell, 0)),
+    clear: () => void Atomics.store(cell, 0, 0n),
+    press: (forMs) => void Atomics.store(cell, 0, forMs > 0 ? BigInt(nowMs() + forMs) : 0n),
+  };
+};
+
 export interface RequestSide {
-  /** The delivery thread asks for writes to be held now. */
+  /** A delivery engine asks for writes to be held now. */
   pressing(): boolean;
-  /** Resolves once it no longer asks, or after `maxMs` at the latest. */
+  /** Resolves once none asks, or after `maxMs` at the latest. */
   eased(maxMs: number): Promise<void>;
-  /** Releases what it held (its delivery thread ended). */
+  /** Releases what it held (its delivery engine ended). */
   clear(): void;
 }
 
 /** How often held requests look again. */
 const RECHECK_MS = 5;
 
-/** The request side: one timer looks for every held request while any waits. */
-export const readBackpressure = (buffer: SharedArrayBuffer, nowMs: () => number = Date.now): RequestSide => {
-  const deadline = new BigInt64Array(buffer);
-  const pressing = (): boolean => nowMs() < Number(Atomics.load(deadline, 0));
+/** The request side over a deadline: one timer looks for every held request while any waits. */
+export const readBackpressure = (deadline: Deadline, nowMs: () => number = Date.now): RequestSide => {
+  const pressing = (): boolean => nowMs() < deadline.read();
   const waiting = new Set<{ readonly until: number; readonly done: () => void }>();
   let timer: NodeJS.Timeout | null = null;
   const recheck = (): void => {
@@ -113,11 +146,17 @@ export const readBackpressure = (buffer: SharedArrayBuffer, nowMs: () => number 
         timer ??= setInterval(recheck, RECHECK_MS);
       }),
     clear() {
-      Atomics.store(deadline, 0, 0n);
+      deadline.clear();
       recheck();
     },
   };
 };
+
+/** Writes of workspaces with an active subscription wait while the side presses: one without adds nothing to deliver. */
+export const holdingWrites = (side: RequestSide, directory: Pick<SubscriptionDirectory, 'list'>): WriteHold => ({
+  held: (workspaceId) => side.pressing() && directory.list(workspaceId).some((row) => row.isActive),
+  eased: side.eased,
+});
 
 /** The share of wall time the calling thread's event loop worked since the last call (the first call: since it started). */
 export const eventLoopBusy = (): (() => number) => {

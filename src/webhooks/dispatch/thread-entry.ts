@@ -15,7 +15,7 @@ import type { Config } from '../../config/config.js';
 import { systemMicros } from '../../log/clock.js';
 import { nameThread } from '../../shared/thread-priority.js';
 import type { DeliveryEngineStatus } from './backlog.js';
-import { BACKPRESSURE_DEFAULTS, eventLoopBusy, signalBackpressure, type DeliverySide } from './backpressure.js';
+import { pressWhileBehind, sharedDeadline, type DeliverySide } from './backpressure.js';
 import type { Dispatcher } from './dispatcher.js';
 import { webhooksWithDelivery, type EventSource } from './feature.js';
 import { recordsFromIndex } from './history-index.js';
@@ -117,8 +117,5 @@ try {
   throw error;
 }
 const { lateMs } = config.webhooks.backpressure;
-if (lateMs > 0 && stopping === null) {
-  const oldestDueAt = async () => (await engine.deliveryEngine?.())?.backlog.oldestDueAt ?? null;
-  pressing = signalBackpressure(backpressure, { oldestDueAt, busy: eventLoopBusy() }, systemMicros, { ...BACKPRESSURE_DEFAULTS, lateMs });
-}
+if (lateMs > 0 && stopping === null && engine.deliveryEngine !== undefined) pressing = pressWhileBehind(sharedDeadline(backpressure).press, engine.deliveryEngine, systemMicros, lateMs);
 send({ kind: 'ready' });

@@ -13,7 +13,7 @@ import type { WebhookExtension } from '../feature.js';
 import type { DeliveryEngineStatus, EngineStatusSource } from './backlog.js';
 import { DELETION_WAIT_MS } from './deletion-notices.js';
 import { createThreadLauncher, type LaunchedWorker } from '../../shared/thread-launcher.js';
-import { createBackpressureBuffer, readBackpressure } from './backpressure.js';
+import { createBackpressureBuffer, holdingWrites, readBackpressure, sharedDeadline } from './backpressure.js';
 
 /** Main thread → worker. */
 export type ToWorker =
@@ -95,7 +95,7 @@ export const createDispatcherThread = (config: Config, options: DispatcherThread
   const launcher = createThreadLauncher();
   // One buffer for every worker this starts: a restarted worker signals where the first did.
   const backpressure = createBackpressureBuffer();
-  const pressure = readBackpressure(backpressure);
+  const pressure = readBackpressure(sharedDeadline(backpressure));
   let worker: LaunchedWorker | null = null;
   let ready = false;
   let stopping = false;
@@ -221,13 +221,7 @@ export const createDispatcherThread = (config: Config, options: DispatcherThread
       });
       return {};
     },
-    holdWrites: (_core, { directory }) => ({
-      writeHold: {
-        // A workspace without subscriptions adds nothing to deliver: its writes never wait.
-        held: (workspaceId) => pressure.pressing() && directory.list(workspaceId).some((row) => row.isActive),
-        eased: pressure.eased,
-      },
-    }),
+    holdWrites: (_core, { directory }) => ({ writeHold: holdingWrites(pressure, directory) }),
   };
   const withThread = { ...feature, thread, deliveryEngine: thread.engine };
   return thread;

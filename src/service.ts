@@ -167,8 +167,8 @@ export const startService = async (config: Config, options: ServiceOptions = {})
     bodyLimitBytes: config.bodyLimitBytes,
     // Only the embedded role writes every key change itself; other API servers share the log.
     ...(config.role === 'all' ? {} : { keysCurrent: async () => directoryRunner.waitFor(await lastKeyChange()) }),
-    // Answers holding secrets are recorded sealed with the key the webhooks' secrets are sealed with.
     ...(held === undefined ? {} : { heldWrites: held.middleware }),
+    // Answers holding secrets are recorded sealed with the key the webhooks' secrets are sealed with.
     idempotency: { log, handle, seal: secretBoxOf({ secretKey: config.webhooks.secretKey, dataDir: config.dataDir }, config.webhooks.previousSecretKeys), newId: randomId, nowMs: () => Math.floor(clock() / 1000), requestTimeoutMs: config.http.requestTimeoutMs, leaseMs: config.idempotencyLeaseMs },
     modules: withApiDocument([
       adminRoutes({ workspaces, planNames: Object.keys(config.plans), defaultPlan: config.defaultPlan, settled: directoryRunner.waitFor }),

@@ -48,7 +48,7 @@ export interface Feature {
   readonly deliveryEngine?: EngineStatusSource;
   /** Worker threads the feature runs, for the metrics route's heap gauge. */
   readonly workers?: readonly WorkerHeap[];
-  /** When writes are to wait for webhook delivery (the embedded delivery thread's backpressure). */
+  /** When writes are to wait for webhook delivery (its backpressure: src/webhooks/dispatch/backpressure.ts). */
   readonly writeHold?: WriteHold;
 }
 

@@ -51,8 +51,9 @@ export interface Config {
     /** How long a replay's lease outlives its dispatcher (shared in Redis): then another dispatcher continues it. */
     readonly replayLeaseMs: number;
     /**
-     * The embedded delivery thread holds writes while it is this late (ms) and busy (0: never), each
-     * for at most `maxHoldMs` (src/webhooks/dispatch/backpressure.ts).
+     * A delivery engine (the embedded thread, or a dispatcher with Redis) asks for writes to be held
+     * while it is this late (ms) and busy (0: never); an API server holds each for at most `maxHoldMs`
+     * (src/webhooks/dispatch/backpressure.ts).
      */
     readonly backpressure: { readonly lateMs: number; readonly maxHoldMs: number };
   };

@@ -1,5 +1,5 @@
 // Holds a write of an authenticated workspace while webhook delivery asks for it (backpressure from
-// the embedded delivery thread: src/webhooks/dispatch/backpressure.ts), before its body is read, for
+// the delivery engines: src/webhooks/dispatch/backpressure.ts), before its body is read, for
 // at most `maxMs`; then it goes on as any other. A held request is slower, never refused and never
 // lost. Only what may add events is held (POST, PUT, PATCH): a read, a long poll, a DELETE (which
 // may take a subscription and its deliveries away) and every admin request go at once.

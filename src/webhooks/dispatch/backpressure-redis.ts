@@ -19,7 +19,7 @@ export interface BackpressureChannelOptions {
 const channelOf = (options: BackpressureChannelOptions): string => `${options.channelPrefix ?? ''}webhook-backpressure`;
 
 /** A dispatcher's side: how it presses, under a name of its own. */
-export const redisPress = (options: BackpressureChannelOptions): { readonly press: Press; readonly ready: Promise<void>; close(): void } => {
+export const redisPress = (options: BackpressureChannelOptions): { readonly press: Press; readonly ready: Promise<void>; close(): Promise<void> } => {
   const channel = channelOf(options);
   const name = randomUUID();
   // A command connection: a press that cannot go now is dropped, not queued to arrive stale.
@@ -27,7 +27,11 @@ export const redisPress = (options: BackpressureChannelOptions): { readonly pres
   return {
     press: (forMs) => void publisher.publish(channel, `${name} ${Math.max(0, Math.round(forMs))}`).catch(() => undefined),
     ready: redisReady(publisher),
-    close: () => publisher.disconnect(),
+    // QUIT goes after what was sent (a stop's last word), unless the connection is down.
+    close: () => publisher.quit().then(
+      () => undefined,
+      () => publisher.disconnect(),
+    ),
   };
 };
 
@@ -82,7 +86,7 @@ export const pressApiServers = (core: Core, url: string, delivery: Feature): Fea
     },
     async stop() {
       signal?.stop();
-      press?.close();
+      await press?.close();
     },
   };
 };

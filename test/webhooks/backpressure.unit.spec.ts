@@ -16,6 +16,9 @@ import {
 
 const OPTIONS = { lateMs: 50, busyShare: 0.85, everyMs: 5 };
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const eventuallyTrue = async (probe: () => boolean): Promise<void> => {
+  while (!probe()) await new Promise((resolve) => setImmediate(resolve));
+};
 const NOW_US = 1_800_000_000_000_000;
 
 describe('webhook delivery backpressure (unit)', () => {
@@ -157,6 +160,50 @@ describe('webhook delivery backpressure (unit)', () => {
     request.clear();
     await Promise.all(held);
     expect(request.pressing()).to.equal(false);
+  });
+
+  it('lets held requests go a few at a time, the longest held first, and a new one waits behind them', async () => {
+    const shared = sharedDeadline(createBackpressureBuffer());
+    const request = readBackpressure(shared);
+    shared.press(60_000);
+    const order: number[] = [];
+    const held = Array.from({ length: 20 }, (_, i) => request.eased(60_000).then(() => order.push(i)));
+    await sleep(20);
+    expect(order, 'none while pressed').to.deep.equal([]);
+    shared.press(0);
+    expect(request.pressing(), 'earlier writes still wait').to.equal(true);
+    const late = request.eased(60_000).then(() => order.push(20));
+    // One look (5 ms) lets four go: after the first look some but not all have gone.
+    await eventuallyTrue(() => order.length > 0);
+    expect(order.length).to.be.within(1, 8);
+    await Promise.all([...held, late]);
+    expect(order, 'in the order they came, the newcomer last').to.deep.equal(Array.from({ length: 21 }, (_, i) => i));
+    expect(request.pressing()).to.equal(false);
+  });
+
+  it('lets more go at each look while nothing presses, so that writes faster than the release keep no queue', async () => {
+    let now = 1_000_000;
+    const shared = sharedDeadline(createBackpressureBuffer(), () => now);
+    const request = readBackpressure(shared, () => now);
+    shared.press(50);
+    let released = 0;
+    const held = Array.from({ length: 200 }, () => request.eased(60_000).then(() => released++));
+    now += 50;
+    const seen: number[] = [];
+    // 8, then 10 more, 12 more... : 200 are gone by the twelfth look (8 + 10 + ... + 30 = 209).
+    while (released < 200) {
+      const before = released;
+      await new Promise((resolve) => setImmediate(resolve));
+      if (released > before) seen.push(released);
+    }
+    await Promise.all(held);
+    expect(seen[0], 'the first look').to.equal(8);
+    expect(seen[1], 'the second look').to.equal(18);
+    expect(seen.length, 'looks').to.equal(12);
+    expect(request.pressing()).to.equal(false);
+    let passed = false;
+    await request.eased(60_000).then(() => (passed = true));
+    expect(passed, 'a new write passes once none waits').to.equal(true);
   });
 
   it('is seen across threads: a worker that writes the buffer holds the reader here', async () => {

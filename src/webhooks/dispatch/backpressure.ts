@@ -108,7 +108,7 @@ export const sharedDeadline = (buffer: SharedArrayBuffer, nowMs: () => number = 
 };
 
 export interface RequestSide {
-  /** A delivery engine asks for writes to be held now. */
+  /** Writes are to wait now: a delivery engine asks for it, or earlier writes still wait. */
   pressing(): boolean;
   /** Resolves once none asks, or after `maxMs` at the latest. */
   eased(maxMs: number): Promise<void>;
@@ -118,36 +118,61 @@ export interface RequestSide {
 
 /** How often held requests look again. */
 const RECHECK_MS = 5;
+/**
+ * Once the engine no longer presses, the requests held go a few at each look, the longest held first,
+ * and new writes wait behind them: 8 at the first look, 2 more at each next one (a press starts over
+ * at 8), so the release soon outruns any rate of writes and the queue ends. All at once, the 64
+ * writers of a burst went together and owed the engine their 640 deliveries at the same instant: the
+ * last of them waited for the others, and the engine pressed again at once. How fast the release
+ * grows trades the lag for the rate (RELIABILITY.md, "Backpressure").
+ */
+const RELEASE_STEP = 8;
+const RELEASE_GROWTH = 2;
 
 /** The request side over a deadline: one timer looks for every held request while any waits. */
 export const readBackpressure = (deadline: Deadline, nowMs: () => number = Date.now): RequestSide => {
-  const pressing = (): boolean => nowMs() < deadline.read();
+  // In the order they came: a Set iterates in insertion order.
   const waiting = new Set<{ readonly until: number; readonly done: () => void }>();
+  let step = RELEASE_STEP;
   let timer: NodeJS.Timeout | null = null;
-  const recheck = (): void => {
+  const pressed = (): boolean => nowMs() < deadline.read();
+  const release = (all: boolean): void => {
     const now = nowMs();
-    const eased = !pressing();
+    let left = Infinity;
+    if (!all && pressed()) {
+      left = 0;
+      step = RELEASE_STEP;
+    } else if (!all) {
+      left = step;
+      step += RELEASE_GROWTH;
+    }
     for (const waiter of waiting) {
-      if (!eased && now < waiter.until) continue;
+      // Past its bound, a request goes whatever else holds.
+      if (now < waiter.until) {
+        if (left === 0) continue;
+        left -= 1;
+      }
       waiting.delete(waiter);
       waiter.done();
     }
     if (waiting.size === 0 && timer !== null) {
       clearInterval(timer);
       timer = null;
+      step = RELEASE_STEP;
     }
   };
+  const pressing = (): boolean => waiting.size > 0 || pressed();
   return {
     pressing,
     eased: (maxMs) =>
       new Promise<void>((done) => {
         if (!pressing()) return done();
         waiting.add({ until: nowMs() + maxMs, done });
-        timer ??= setInterval(recheck, RECHECK_MS);
+        timer ??= setInterval(() => release(false), RECHECK_MS);
       }),
     clear() {
       deadline.clear();
-      recheck();
+      release(true);
     },
   };
 };

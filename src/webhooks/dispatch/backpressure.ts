@@ -110,7 +110,7 @@ export const sharedDeadline = (buffer: SharedArrayBuffer, nowMs: () => number = 
 export interface RequestSide {
   /** Writes are to wait now: a delivery engine asks for it, or earlier writes still wait. */
   pressing(): boolean;
-  /** Resolves once none asks, or after `maxMs` at the latest. */
+  /** Resolves at its turn once no engine asks any more, or after `maxMs` at the latest. */
   eased(maxMs: number): Promise<void>;
   /** Releases what it held (its delivery engine ended). */
   clear(): void;

@@ -22,6 +22,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { Agent, request } from 'undici';
+import { heldWritesIn, type HeldWriteFigures } from '../../test/support/held-writes.js';
 import { buildCompiled, clusterEnv, createProcessGroup, type ProcessGroup, type RoleProcess } from '../../test/support/processes.js';
 import { send } from '../torture/http.js';
 import { engine as engineAt } from './engines.js';
@@ -70,12 +71,8 @@ const setUp = async (url: string, receiverUrl: string): Promise<Workspace> => {
 };
 
 /** The API's writes held for webhook delivery so far (backpressure; 0 where it holds none). */
-const heldWrites = async (url: string): Promise<{ readonly requests: number; readonly seconds: number }> => {
-  const text = await metricsText(url, ADMIN);
-  const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
-  return { requests: value('http_writes_held_total'), seconds: value('http_writes_held_seconds_total') };
-};
-const heldSince = (before: { requests: number; seconds: number }, after: { requests: number; seconds: number }) => ({
+const heldWrites = async (url: string): Promise<HeldWriteFigures> => heldWritesIn(await metricsText(url, ADMIN));
+const heldSince = (before: HeldWriteFigures, after: HeldWriteFigures) => ({
   requests: after.requests - before.requests,
   seconds: round(after.seconds - before.seconds),
 });

@@ -8,6 +8,7 @@ import type { Core, Feature } from '../../src/app/core.js';
 import { loadConfig } from '../../src/config/config.js';
 import { systemMicros } from '../../src/log/clock.js';
 import { listenForPressure, pressApiServers, redisPress } from '../../src/webhooks/dispatch/backpressure-redis.js';
+import { heldWritesIn } from '../support/held-writes.js';
 import { startReceiver, type Receiver } from '../support/receiver.js';
 import { redisServerInstalled, startPrivateRedis, type PrivateRedis } from '../support/redis-server.js';
 import { startTestService, type TestService } from '../support/server.js';
@@ -46,7 +47,7 @@ const ticket = { contact: { email: 'held@example.com' }, subject: 'Held?', messa
     opened.push(receiver, test);
     return { test, receiver };
   };
-  const held = async (test: TestService): Promise<number> => Number(/^http_writes_held_total (\S+)$/m.exec((await metricLines(test, /^http_writes_held_total /)).join('\n'))?.[1]);
+  const held = async (test: TestService): Promise<number> => heldWritesIn((await metricLines(test, /^http_writes_held_/)).join('\n')).requests;
 
   it('an API server holds the writes of workspaces with subscriptions while a dispatcher presses, and none once it stops', async () => {
     const { test, receiver } = await apiServer();

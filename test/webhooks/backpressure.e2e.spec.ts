@@ -4,6 +4,7 @@
 // subscriptions and a slow receiver's backlog never hold anything; a hold ends with the pressure, at
 // its bound, or at once when the delivery thread dies. Counted at /admin/v1/metrics.
 import { expect } from 'chai';
+import { heldWritesIn } from '../support/held-writes.js';
 import { startReceiver } from '../support/receiver.js';
 import { startTestService, type TestService, type TestWorkspace } from '../support/server.js';
 import { FAST_RETRIES, closedAfterEach, emit, metricLines, eventually, settle, subscribe } from '../support/webhooks-dispatch.js';
@@ -14,11 +15,7 @@ describe('webhook delivery backpressure: writes wait for a busy delivery thread 
   const started = closedAfterEach();
 
   /** The held writes so far, from the metrics route. */
-  const held = async (): Promise<{ requests: number; seconds: number }> => {
-    const text = (await metricLines(started.test!, /^http_writes_held_/)).join('\n');
-    const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1]);
-    return { requests: value('http_writes_held_total'), seconds: value('http_writes_held_seconds_total') };
-  };
+  const held = async () => heldWritesIn((await metricLines(started.test!, /^http_writes_held_/)).join('\n'));
 
   /**
    * A service whose one subscription's receiver answers after 400 ms, one attempt in flight at a

@@ -5,11 +5,12 @@
 // (scripts/kafka.sh, scripts/redis.sh on private ports) and runs the embedded webhooks benchmark in
 // the same run for comparison. `npm run bench -- kafka [--long]` (--long: 50,000 events).
 // Beside the rates, what a delivery costs the roles, steadier than a rate on a shared machine: the
-// dispatchers' and the relay's CPU (each process's own, from ready to stop) and the commands and
-// bytes Redis received, each per delivery of the run.
+// dispatchers' and the relay's CPU (each process's own, from ready to stop), the CPU of the Kafka
+// broker and of Redis over the same deliveries, and the commands and bytes Redis received, each per
+// delivery of the run.
 // Run as `tsx scripts/bench/kafka.ts <role>` it is one role process of the benchmark.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -89,17 +90,28 @@ interface RedisReceived {
   readonly calls: ReadonlyMap<string, number>;
 }
 
-/** Redis' counters of what it received: commands processed, bytes in, and calls of each command. */
-const redisReceived = async (): Promise<RedisReceived> => {
+/** Redis' counters of what it received: commands processed, bytes in, and calls of each command; and its CPU µs so far. */
+const redisReceived = async (): Promise<RedisReceived & { readonly cpuMicros: number }> => {
   const client = new Redis(`redis://127.0.0.1:${REDIS_PORT}`);
   try {
     const stats = await client.info('stats');
     const field = (name: string): number => Number(new RegExp(`^${name}:(\\d+)`, 'm').exec(stats)?.[1] ?? NaN);
     const calls = new Map([...(await client.info('commandstats')).matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)].map((m) => [String(m[1]), Number(m[2])]));
-    return { commands: field('total_commands_processed'), bytes: field('total_net_input_bytes'), calls };
+    const cpu = await client.info('cpu');
+    const seconds = (name: string): number => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(cpu)?.[1] ?? NaN);
+    return { commands: field('total_commands_processed'), bytes: field('total_net_input_bytes'), calls, cpuMicros: (seconds('used_cpu_user') + seconds('used_cpu_sys')) * 1e6 };
   } finally {
     client.disconnect();
   }
+};
+
+/** The Kafka broker's CPU µs so far (user and system), from /proc by the pid scripts/kafka.sh keeps. */
+const brokerCpuMicros = (): number => {
+  const pid = readFileSync(path.join(ROOT, '.cache', 'run', `kafka-${KAFKA_PORT}`, 'kafka.pid'), 'utf8').trim();
+  // Fields after the command's closing parenthesis: utime and stime are the 12th and 13th, in clock ticks (100 a second).
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10_000;
 };
 
 /** The role processes' CPU µs of each name, added up. */
@@ -133,7 +145,9 @@ const throughKafka = async (events: number) => {
     roles.push(await startRole('relay', env));
     roles.push(...(await Promise.all([startRole('dispatcher', env), startRole('dispatcher', env)])));
     const before = await redisReceived();
+    const brokerBefore = brokerCpuMicros();
     const figures = await measureFanout({ ...setup, events, receiver, append: (stream, batch) => log.append(stream, batch, 'no_stream') });
+    const brokerAfter = brokerCpuMicros();
     const after = await redisReceived();
     // Stopped here so each says its CPU; the stop in `finally` then finds them gone.
     await Promise.all(roles.map(stopRole));
@@ -142,6 +156,8 @@ const throughKafka = async (events: number) => {
       ...figures,
       dispatcherCpuMicros: perDelivery(cpuOf(roles, 'dispatcher')),
       relayCpuMicros: perDelivery(cpuOf(roles, 'relay')),
+      brokerCpuMicros: perDelivery(brokerAfter - brokerBefore),
+      redisCpuMicros: perDelivery(after.cpuMicros - before.cpuMicros),
       redisCommands: perDelivery(after.commands - before.commands),
       redisBytes: perDelivery(after.bytes - before.bytes),
       // The five commands called most, a delivery's share of each.
@@ -167,7 +183,7 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
   try {
     const kafka = await throughKafka(events);
     console.log(
-      `kafka, per delivery (${kafka.total.toLocaleString('en')}): the two dispatchers ${kafka.dispatcherCpuMicros} CPU µs, the relay ${kafka.relayCpuMicros}; ` +
+      `kafka, per delivery (${kafka.total.toLocaleString('en')}): the two dispatchers ${kafka.dispatcherCpuMicros} CPU µs, the relay ${kafka.relayCpuMicros}, the Kafka broker ${kafka.brokerCpuMicros}, Redis ${kafka.redisCpuMicros}; ` +
         `Redis received ${kafka.redisCommands} commands (${kafka.redisTop}), ${kafka.redisBytes} bytes`,
     );
     const embedded = await runEmbedded(opts);
@@ -180,6 +196,8 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
       deliveries: kafka.deliveries,
       dispatcher_cpu_us_per_delivery: kafka.dispatcherCpuMicros,
       relay_cpu_us_per_delivery: kafka.relayCpuMicros,
+      broker_cpu_us_per_delivery: kafka.brokerCpuMicros,
+      redis_cpu_us_per_delivery: kafka.redisCpuMicros,
       redis_commands_per_delivery: kafka.redisCommands,
       redis_bytes_in_per_delivery: kafka.redisBytes,
       embedded_deliveries_per_s: Number(embedded['deliveries_per_s']),

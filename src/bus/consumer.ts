@@ -1,8 +1,9 @@
 // The dispatcher side of the bus: a kafkajs consumer group on the topic of envelopes. Following the
 // kafkajs pitfalls (DESIGN.md), the batch handler never throws and never sleeps: it decodes each
 // message, hands the event to `handle` (which only records deliveries; workers send them later),
-// heartbeats while a long batch runs, and resolves and commits offsets only for the in-order prefix
-// of the batch whose events are handled. A message that is not a valid envelope is logged and skipped.
+// heartbeats while a long batch runs, and resolves offsets only for the in-order prefix of the batch
+// whose events are handled. A message that is not a valid envelope is logged and skipped.
+// Resolved offsets are committed once a second (COMMIT_EVERY_MS), and at once when the consumer stops.
 // When `handle` fails (the log is unreachable), the partition is rewound to the failed message and
 // paused for `retryDelayMs`, so it is handed over again and nothing behind it is committed past it.
 // When kafkajs restarts the consumer after a crash (a lone broker that closes its connections on a
@@ -17,6 +18,13 @@ import { fromMessage, PoisonMessage } from './message.js';
 
 /** The longest a stop waits for the consumer to leave its group. */
 const STOP_WAIT_MS = 5_000;
+/**
+ * How often resolved offsets are committed. kafkajs's autoCommit commits after every batch and waits
+ * for it before it fetches the partition again: a round trip in each batch's path, and a commit for the
+ * broker to write per batch (a few events each under paced load). A rebalance or a crash hands the
+ * events of at most this long over again, which `handle` takes like any repeat.
+ */
+const COMMIT_EVERY_MS = 1_000;
 
 export interface BusConsumerOptions {
   readonly kafka: Kafka;
@@ -51,6 +59,29 @@ export const createBusConsumer = (options: BusConsumerOptions): BusConsumer => {
   let consumer: Consumer | null = null;
   const resumeTimers = new Set<NodeJS.Timeout>();
   let removals = new AbortController();
+  let committer: NodeJS.Timeout | null = null;
+  /**
+   * Commits the offsets resolved since the last commit, through the consumer group of the last batch:
+   * null before the first batch, and once that group's generation is over (a failed commit, a crash),
+   * until the next batch brings the current one.
+   */
+  let commitResolved: (() => Promise<void>) | null = null;
+  let committing: Promise<void> | null = null;
+
+  /** One commit at a time: a broker that is away is retried by the one under way, not by a pile of them. */
+  const commit = (): Promise<void> => {
+    const resolved = commitResolved;
+    if (resolved === null) return Promise.resolve();
+    committing ??= resolved()
+      .catch((error: unknown) => {
+        if (commitResolved === resolved) commitResolved = null;
+        onError(error);
+      })
+      .finally(() => {
+        committing = null;
+      });
+    return committing;
+  };
 
   /** Runs `handle` over the batch in order, `window` at a time; how many lead messages are done, and whether one failed. */
   const handleAll = async (payload: EachBatchPayload): Promise<{ done: number; failed: boolean }> => {
@@ -89,7 +120,9 @@ export const createBusConsumer = (options: BusConsumerOptions): BusConsumer => {
     const last = batch.messages[done - 1];
     try {
       if (last !== undefined) payload.resolveOffset(last.offset);
-      await payload.commitOffsetsIfNecessary();
+      commitResolved = () => payload.commitOffsetsIfNecessary(payload.uncommittedOffsets());
+      // Stopping: the group is left next, and what this batch did would be handed over again.
+      if (!payload.isRunning()) await commitResolved();
     } catch (error) {
       // The partition moved to another member meanwhile; it starts from the last commit (idempotent).
       onError(error);
@@ -124,6 +157,8 @@ export const createBusConsumer = (options: BusConsumerOptions): BusConsumer => {
       });
       created.on(created.events.CRASH, ({ payload }) => {
         if (consumer !== created) return;
+        // The group's generation is over: its resolved offsets cannot be committed any more.
+        commitResolved = null;
         if (!payload.restart) {
           const error = new Error(`kafkajs stopped the consumer of ${topic} in group ${options.group} for good: ${payload.error.message}`, { cause: payload.error });
           onError(error);
@@ -143,14 +178,22 @@ export const createBusConsumer = (options: BusConsumerOptions): BusConsumer => {
         // A new group starts at the beginning: events relayed before the first dispatcher started count.
         await created.subscribe({ topic, fromBeginning: true });
       });
+      committer = setInterval(() => void commit(), COMMIT_EVERY_MS);
+      committer.unref();
       await created.run({
-        autoCommit: true,
+        // Committed by the timer above instead of after every batch.
+        autoCommit: false,
         eachBatchAutoResolve: false,
         partitionsConsumedConcurrently: options.partitionsConsumedConcurrently ?? 4,
         eachBatch,
       });
     },
     async stop() {
+      if (committer !== null) clearInterval(committer);
+      committer = null;
+      // What was handled since the last commit is not handed over again; a broker that is away is not waited for.
+      await succeedsWithin(commit(), STOP_WAIT_MS);
+      commitResolved = null;
       resumeTimers.forEach(clearTimeout);
       resumeTimers.clear();
       removals.abort();

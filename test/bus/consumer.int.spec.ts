@@ -1,7 +1,7 @@
 // The dispatcher's consumer against the real Kafka of the test run (pending without KAFKA_BROKERS).
 // The handler here stands for the dispatcher's fan-out: the test controls when it finishes or fails.
 import { expect } from 'chai';
-import { Partitioners, type Kafka, type Producer } from 'kafkajs';
+import { Partitioners, type Admin, type Kafka, type Producer } from 'kafkajs';
 import { createBusConsumer, type BusConsumer } from '../../src/bus/consumer.js';
 import { ensureTopic } from '../../src/bus/kafka.js';
 import { toMessage } from '../../src/bus/message.js';
@@ -36,15 +36,15 @@ describe('bus consumer (real Kafka)', function () {
     return consumer;
   };
 
-  /** The group's committed offset on partition 0 (-1 when none). */
-  const committed = async (): Promise<number> => {
-    const admin = kafka.admin();
-    await admin.connect();
+  /** The group's committed offset on partition 0 (-1 when none), through `admin` or a client of its own. */
+  const committed = async (admin?: Admin): Promise<number> => {
+    const client = admin ?? kafka.admin();
+    if (admin === undefined) await client.connect();
     try {
-      const [entry] = await admin.fetchOffsets({ groupId: group, topics: [topic] });
+      const [entry] = await client.fetchOffsets({ groupId: group, topics: [topic] });
       return Number(entry?.partitions.find((p) => p.partition === 0)?.offset ?? -1);
     } finally {
-      await admin.disconnect();
+      if (admin === undefined) await client.disconnect();
     }
   };
 
@@ -117,5 +117,46 @@ describe('bus consumer (real Kafka)', function () {
     expect(handled).to.deep.equal([first.id, second.id, third.id]);
     await eventually('all committed', async () => (await committed()) === 3);
     expect(errors.map(String)).to.include('Error: log unreachable');
+  });
+
+  it('commits what its batches handled about once a second, not after each batch, and a quiet partition too', async () => {
+    const records = await events(12);
+    const handled: string[] = [];
+    await start(async (record) => void handled.push(record.id));
+    // One send every 100 ms: each its own batch, which kafkajs's autoCommit would commit one by one.
+    const sending = (async () => {
+      for (const record of records) {
+        await produceEvents([record]);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    })();
+    const seen = new Set<number>();
+    let sent = false;
+    void sending.then(() => (sent = true));
+    const admin = kafka.admin();
+    await admin.connect();
+    try {
+      for (;;) {
+        const offset = await committed(admin);
+        if (offset >= 0) seen.add(offset);
+        if (sent && offset === records.length) break;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    } finally {
+      await admin.disconnect();
+    }
+    expect(handled).to.have.length(records.length);
+    // Sends over about 1.2 s, the last one's offsets committed with no batch after it (the timer's).
+    expect(seen.size, `committed offsets seen: ${[...seen].join(', ')}`).to.be.at.most(4);
+  });
+
+  it('commits what it handled when it stops, without waiting for the next second', async () => {
+    const records = await events(5);
+    await produceEvents(records);
+    const handled: string[] = [];
+    const consumer = await start(async (record) => void handled.push(record.id));
+    await eventually('5 events handled', () => handled.length === 5);
+    await consumer.stop();
+    expect(await committed()).to.equal(5);
   });
 });

@@ -289,8 +289,11 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
     RATE_LIMIT_PER_IP: '1000000000',
     // The embedded request thread's priority, to compare with the delivery thread's (README, API_THREAD_NICE).
     ...(process.env['API_THREAD_NICE'] === undefined ? {} : { API_THREAD_NICE: process.env['API_THREAD_NICE'] }),
-    // Writes held while delivery is behind and busy, in either mode (README, WEBHOOK_BACKPRESSURE_LATE_MS): 0 to compare without.
-    ...(process.env['WEBHOOK_BACKPRESSURE_LATE_MS'] === undefined ? {} : { WEBHOOK_BACKPRESSURE_LATE_MS: process.env['WEBHOOK_BACKPRESSURE_LATE_MS'] }),
+    // Writes held while delivery is behind and busy, in either mode (README, WEBHOOK_BACKPRESSURE_LATE_MS): 0 to compare without;
+    // and the longest one write is held.
+    ...Object.fromEntries(
+      ['WEBHOOK_BACKPRESSURE_LATE_MS', 'WEBHOOK_BACKPRESSURE_MAX_HOLD_MS'].flatMap((name) => (process.env[name] === undefined ? [] : [[name, process.env[name] as string]])),
+    ),
   });
   // Set before the try: the finally stops it.
   let topology: Topology | null = null;

@@ -263,7 +263,7 @@ export const loadConfig = (env: Env = process.env): Config => {
       replayLeaseMs: integer(env, 'WEBHOOK_REPLAY_LEASE_MS', 10_000, 1_000, 600_000),
       backpressure: {
         lateMs: integer(env, 'WEBHOOK_BACKPRESSURE_LATE_MS', 50, 0, 60_000),
-        maxHoldMs: integer(env, 'WEBHOOK_BACKPRESSURE_MAX_HOLD_MS', 1_000, 1, 60_000),
+        maxHoldMs: integer(env, 'WEBHOOK_BACKPRESSURE_MAX_HOLD_MS', 250, 1, 60_000),
       },
     },
   };

@@ -85,8 +85,8 @@ describe('configuration', () => {
   });
 
   it('reads the backpressure of the embedded delivery thread: late 0 (off) to 60000 ms, default 50; a hold of 1 to 60000 ms, default 1 s', () => {
-    expect(loadConfig({}).webhooks.backpressure).to.deep.equal({ lateMs: 50, maxHoldMs: 1_000 });
-    expect(loadConfig({ WEBHOOK_BACKPRESSURE_LATE_MS: '0', WEBHOOK_BACKPRESSURE_MAX_HOLD_MS: '250' }).webhooks.backpressure).to.deep.equal({ lateMs: 0, maxHoldMs: 250 });
+    expect(loadConfig({}).webhooks.backpressure).to.deep.equal({ lateMs: 50, maxHoldMs: 250 });
+    expect(loadConfig({ WEBHOOK_BACKPRESSURE_LATE_MS: '0', WEBHOOK_BACKPRESSURE_MAX_HOLD_MS: '1000' }).webhooks.backpressure).to.deep.equal({ lateMs: 0, maxHoldMs: 1_000 });
     for (const bad of ['-1', '60001', '50ms', 'soon']) refuses({ WEBHOOK_BACKPRESSURE_LATE_MS: bad }, 'WEBHOOK_BACKPRESSURE_LATE_MS');
     for (const bad of ['0', '60001', '1s']) refuses({ WEBHOOK_BACKPRESSURE_MAX_HOLD_MS: bad }, 'WEBHOOK_BACKPRESSURE_MAX_HOLD_MS');
   });

@@ -2,7 +2,9 @@
 // write-hold.ts): while the delivery thread is behind on due attempts AND busy, writes of workspaces
 // with subscriptions wait (never refused, never lost); reads, DELETEs, workspaces without
 // subscriptions and a slow receiver's backlog never hold anything; a hold ends with the pressure, at
-// its bound, or at once when the delivery thread dies. Counted at /admin/v1/metrics.
+// its bound, or at once when the delivery thread dies; a write whose client closed it meanwhile is
+// not carried out, and is no error of the server. Counted at /admin/v1/metrics.
+import * as http from 'node:http';
 import { expect } from 'chai';
 import { heldWritesIn } from '../support/held-writes.js';
 import { startReceiver } from '../support/receiver.js';
@@ -98,5 +100,44 @@ describe('webhook delivery backpressure: writes wait for a busy delivery thread 
     expect((await write.sent).status).to.equal(201);
     expect((await held()).requests).to.equal(1);
     await thread.running();
+  });
+
+  it('drops a held write whose client gave up: nothing written, no server error', async function () {
+    this.timeout(30_000);
+    const { service, ws } = await behindSlowReceiver({ WEBHOOK_BACKPRESSURE_MAX_HOLD_MS: '60000' });
+    const thread = service.service.dispatcherThread!;
+    thread.busy(60_000);
+    const logged: string[] = [];
+    const consoleError = console.error;
+    console.error = (...args: unknown[]) => void logged.push(args.map(String).join(' '));
+    let givenUp: string;
+    try {
+      // Whole requests, each closed by its client when not answered within half a second (held).
+      givenUp = await eventually('a write held, then given up', async () => {
+        const subject = `Given up ${Math.random()}`;
+        const body = JSON.stringify({ ...ticket, subject });
+        const request = http.request(`${service.url}/api/v1/tickets`, {
+          method: 'POST',
+          agent: false,
+          headers: { authorization: `Bearer ${ws.apiKey}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+        });
+        request.on('error', () => undefined);
+        const answered = new Promise<string>((resolve) => request.on('response', (response) => (response.resume(), resolve('answered'))));
+        request.end(body);
+        if ((await Promise.race([answered, settle(500).then(() => 'waiting')])) === 'answered') return undefined;
+        request.destroy();
+        return subject;
+      });
+      await settle(100);
+      // The hold ends at once; the given-up write would go on now.
+      await thread.kill();
+      await thread.running();
+      await settle(300);
+    } finally {
+      console.error = consoleError;
+    }
+    const listed = (await ws.api('GET', '/api/v1/tickets?page_size=100')).body as { items: { subject: string | null }[] };
+    expect(listed.items.map((t) => t.subject)).not.to.include(givenUp);
+    expect(logged.filter((line) => line.includes('failed:'))).to.deep.equal([]);
   });
 });

@@ -29,6 +29,16 @@ const fromHttpError = (error: { status?: unknown; type?: unknown; message?: unkn
   return { kind: 'short', status, detail: error.expose === true ? String(error.message) : 'Bad request' };
 };
 
+/**
+ * raw-body's error for a request whose stream is gone before its body was read: its client closed it
+ * while the request waited (held for webhook delivery, a Redis round trip). Nothing was done and no
+ * one reads the answer: not a failure of the server.
+ */
+const closedByClient = (ctx: Koa.Context, caught: unknown): ApiError | null =>
+  ctx.req.destroyed && (caught as { type?: unknown } | null)?.type === 'stream.not.readable'
+    ? { kind: 'short', status: 400, detail: 'The client closed the request before its body was read' }
+    : null;
+
 /** Another process kept winning a stream's races: nothing was written, the client retries shortly. */
 const contended = new ApiFailure(
   { kind: 'business', status: 503, code: 'SERVICE_UNAVAILABLE', message: 'This record is being changed elsewhere right now: retry shortly', detail: null },
@@ -38,7 +48,7 @@ const contended = new ApiFailure(
 /** Renders anything a request threw as the answer, in one of the three body formats. */
 export const renderFailure = (ctx: Koa.Context, caught: unknown): void => {
   const failure = caught instanceof ApiFailure ? caught : caught instanceof StreamContended ? contended : null;
-  const apiError = failure?.error ?? fromHttpError(caught as Record<string, unknown>);
+  const apiError = failure?.error ?? fromHttpError(caught as Record<string, unknown>) ?? closedByClient(ctx, caught);
   if (apiError === null) {
     console.error(`request ${String(ctx.state.requestId)} ${ctx.method} ${ctx.path} failed:`, caught);
   }

@@ -5,7 +5,10 @@
 // in-process everything), then as an API server of the distributed mode (ROLE=api: read models in a
 // Redis the bench starts), with a bare koa handler on the same machine as the ceiling, before and after.
 // `npm run bench -- api [--long]`: about 10 s per phase (30 s with --long). The machine's 1-minute
-// load average is printed before and after: figures from a loaded machine are not comparable.
+// load average is printed before and after: figures from a loaded machine are not comparable. Each
+// phase also reports the CPU time of the thread that serves the requests (this process's main thread,
+// the load generator runs in a worker) per request answered: steadier than a rate on a shared machine,
+// and its ratio to the bare koa handler's is the cost of a request against the ceiling's.
 import { mkdtempSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
@@ -15,6 +18,7 @@ import Koa from 'koa';
 import { loadConfig } from '../../src/config/config.js';
 import { startService } from '../../src/service.js';
 import { engine as engines } from './engines.js';
+import { schedstat } from './stall-watch.js';
 
 const CONNECTIONS = 64;
 const ADMIN = 'bench-admin';
@@ -26,12 +30,21 @@ interface Phase {
   readonly rps: number;
   readonly p99: number;
   readonly errors: number;
+  /** CPU µs of the request thread per request answered. */
+  readonly cpuUs: number;
 }
 
+/** ns this process's main thread has run so far (NaN where /proc has no schedstat). */
+const mainThreadRunNs = (): number => schedstat(process.pid)?.run ?? NaN;
+
 const load = async (label: string, options: autocannon.Options): Promise<Phase> => {
+  const ranBefore = mainThreadRunNs();
   const result = await autocannon({ connections: CONNECTIONS, workers: 1, ...options });
-  const phase = { rps: Math.round(result.requests.average), p99: result.latency.p99, errors: result.non2xx + result.errors + result.timeouts };
-  console.log(`${label.padEnd(36)} ${String(phase.rps).padStart(7)} req/s   p99 ${String(phase.p99).padStart(4)} ms   non-2xx/errors ${phase.errors}`);
+  const cpuUs = Math.round((mainThreadRunNs() - ranBefore) / 1000 / result.requests.total);
+  const phase = { rps: Math.round(result.requests.average), p99: result.latency.p99, errors: result.non2xx + result.errors + result.timeouts, cpuUs };
+  console.log(
+    `${label.padEnd(36)} ${String(phase.rps).padStart(7)} req/s   p99 ${String(phase.p99).padStart(4)} ms   ${String(cpuUs).padStart(5)} CPU µs/request   non-2xx/errors ${phase.errors}`,
+  );
   return phase;
 };
 
@@ -114,11 +127,12 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
     await engine('redis', 'stop');
   }
   const bareAfter = await ceiling(duration, 'after');
-  const bare = { rps: Math.round((bareBefore.rps + bareAfter.rps) / 2) };
+  const bare = { rps: Math.round((bareBefore.rps + bareAfter.rps) / 2), cpuUs: (bareBefore.cpuUs + bareAfter.cpuUs) / 2 };
   const loadAfter = loadavg()[0] ?? 0;
   console.log(`bare koa: ${bare.rps} req/s, the mean of before and after`);
   console.log(`POST /api/v1/tickets: ${(embedded.post.rps / bare.rps).toFixed(2)} of bare koa (${(distributed.post.rps / bare.rps).toFixed(2)} as ROLE=api)`);
   console.log(`POST /api/v1/tickets with Idempotency-Key: ${(embedded.postWithKey.rps / bare.rps).toFixed(2)} of bare koa (${(distributed.postWithKey.rps / bare.rps).toFixed(2)} as ROLE=api)`);
+  console.log(`by the request thread's CPU per request: POST /api/v1/tickets ${(bare.cpuUs / embedded.post.cpuUs).toFixed(2)} of bare koa (${(bare.cpuUs / distributed.post.cpuUs).toFixed(2)} as ROLE=api), GET ${(bare.cpuUs / embedded.get.cpuUs).toFixed(2)}`);
   console.log(`load average after: ${loadAfter.toFixed(2)}`);
   return {
     bench: 'api',
@@ -134,6 +148,12 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
     api_role_post_with_key_p99_ms: distributed.postWithKey.p99,
     api_role_get_rps: distributed.get.rps,
     api_role_get_p99_ms: distributed.get.p99,
+    post_cpu_us_per_request: embedded.post.cpuUs,
+    post_with_key_cpu_us_per_request: embedded.postWithKey.cpuUs,
+    get_cpu_us_per_request: embedded.get.cpuUs,
+    api_role_post_cpu_us_per_request: distributed.post.cpuUs,
+    ceiling_cpu_us_per_request: Math.round(bare.cpuUs),
+    post_cpu_ratio: Number((bare.cpuUs / embedded.post.cpuUs).toFixed(2)),
     ceiling_rps: bare.rps,
     ceiling_before_rps: bareBefore.rps,
     ceiling_after_rps: bareAfter.rps,

@@ -36,7 +36,7 @@ export interface StallMinute {
 }
 
 /** ns the thread has run and waited on a run queue so far, or null (/proc/PID/task/TID/schedstat: on-CPU, waiting, slices). */
-const schedstat = (pid: number): { run: number; wait: number } | null => {
+export const schedstat = (pid: number): { run: number; wait: number } | null => {
   try {
     const [run, wait] = readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').split(' ').map(Number);
     return { run: run as number, wait: wait as number };

@@ -148,8 +148,9 @@ describe('bus consumer (real Kafka)', function () {
     }
     expect(offset, 'all committed').to.equal(records.length);
     expect(handled).to.have.length(records.length);
-    // Sends over about 1.2 s, the last one's offsets committed with no batch after it (the timer's).
-    expect(seen.size, `committed offsets seen: ${[...seen].join(', ')}`).to.be.at.most(4);
+    // Sends over about 1.2 s (longer on a loaded machine): a commit at each second's tick, the last
+    // one's with no batch after it. A commit per batch showed 11 offsets here.
+    expect(seen.size, `committed offsets seen: ${[...seen].join(', ')}`).to.be.at.most(6);
   });
 
   it('commits what it handled when it stops, without waiting for the next second', async () => {

@@ -22,7 +22,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { Agent, request } from 'undici';
-import { heldWritesIn, type HeldWriteFigures } from '../../test/support/held-writes.js';
+import type { HeldWrites } from '../../src/http/middleware/write-hold.js';
+import { heldWritesIn } from '../../test/support/held-writes.js';
 import { buildCompiled, clusterEnv, createProcessGroup, type ProcessGroup, type RoleProcess } from '../../test/support/processes.js';
 import { send } from '../torture/http.js';
 import { engine as engineAt } from './engines.js';
@@ -71,8 +72,8 @@ const setUp = async (url: string, receiverUrl: string): Promise<Workspace> => {
 };
 
 /** The API's writes held for webhook delivery so far (backpressure; 0 where it holds none). */
-const heldWrites = async (url: string): Promise<HeldWriteFigures> => heldWritesIn(await metricsText(url, ADMIN));
-const heldSince = (before: HeldWriteFigures, after: HeldWriteFigures) => ({
+const heldWrites = async (url: string): Promise<HeldWrites> => heldWritesIn(await metricsText(url, ADMIN));
+const heldSince = (before: HeldWrites, after: HeldWrites) => ({
   requests: after.requests - before.requests,
   seconds: round(after.seconds - before.seconds),
 });
@@ -287,12 +288,13 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
     WEBHOOK_TIMEOUT_MS: '2000',
     RATE_LIMIT_PER_KEY: '1000000000',
     RATE_LIMIT_PER_IP: '1000000000',
-    // The embedded request thread's priority, to compare with the delivery thread's (README, API_THREAD_NICE).
-    ...(process.env['API_THREAD_NICE'] === undefined ? {} : { API_THREAD_NICE: process.env['API_THREAD_NICE'] }),
-    // Writes held while delivery is behind and busy, in either mode (README, WEBHOOK_BACKPRESSURE_LATE_MS): 0 to compare without;
-    // and the longest one write is held.
+    // Passed to the service as they are (README): the embedded request thread's priority, to compare
+    // with the delivery thread's; when writes are held for delivery that is behind and busy, in either
+    // mode (0 to compare without), and the longest one write is held.
     ...Object.fromEntries(
-      ['WEBHOOK_BACKPRESSURE_LATE_MS', 'WEBHOOK_BACKPRESSURE_MAX_HOLD_MS'].flatMap((name) => (process.env[name] === undefined ? [] : [[name, process.env[name] as string]])),
+      ['API_THREAD_NICE', 'WEBHOOK_BACKPRESSURE_LATE_MS', 'WEBHOOK_BACKPRESSURE_MAX_HOLD_MS'].flatMap((name) =>
+        process.env[name] === undefined ? [] : [[name, process.env[name] as string]],
+      ),
     ),
   });
   // Set before the try: the finally stops it.

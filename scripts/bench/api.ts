@@ -4,7 +4,9 @@
 // first embedded (SQLite log,
 // in-process everything), then as an API server of the distributed mode (ROLE=api: read models in a
 // Redis the bench starts), with a bare koa handler on the same machine as the ceiling, before and after.
-// `npm run bench -- api [--long]`: about 10 s per phase (30 s with --long). The machine's 1-minute
+// `npm run bench -- api [--long]`: about 10 s per phase (30 s with --long), each measured after 2 s of
+// the same load on the same connections (load-worker.ts: a new connection's first second is the
+// server's accept queue and cold code, and is reported apart as the warm-up p99). The machine's 1-minute
 // load average is printed before and after: figures from a loaded machine are not comparable. Each
 // phase also reports the CPU time of the thread that serves the requests (this process's main thread,
 // the load generator runs in a worker) per request answered: steadier than a rate on a shared machine,
@@ -13,14 +15,17 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import * as path from 'node:path';
-import autocannon from 'autocannon';
 import Koa from 'koa';
 import { loadConfig } from '../../src/config/config.js';
 import { startService } from '../../src/service.js';
 import { engine as engines } from './engines.js';
 import { schedstat } from './stall-watch.js';
+import type { LoadOptions, LoadReport } from './load-worker.js';
+import { startWorker } from '../../src/shared/worker.js';
 
 const CONNECTIONS = 64;
+/** Seconds of load before each phase's measured ones, on the same connections (load-worker.ts says why). */
+const WARMUP_S = 2;
 const ADMIN = 'bench-admin';
 // BENCH_REDIS_PORT: another port when helpers share the machine and may run this bench at once.
 const REDIS_PORT = Number(process.env['BENCH_REDIS_PORT'] ?? 6394);
@@ -29,6 +34,8 @@ const engine = engines({ redis: REDIS_PORT, kafka: 0 });
 interface Phase {
   readonly rps: number;
   readonly p99: number;
+  /** p99 of the warm-up: new connections and code not yet optimized. */
+  readonly warmupP99: number;
   readonly errors: number;
   /** CPU µs of the request thread per request answered. */
   readonly cpuUs: number;
@@ -37,13 +44,22 @@ interface Phase {
 /** ns this process's main thread has run so far (NaN where /proc has no schedstat). */
 const mainThreadRunNs = (): number => schedstat(process.pid)?.run ?? NaN;
 
-const load = async (label: string, options: autocannon.Options): Promise<Phase> => {
-  const ranBefore = mainThreadRunNs();
-  const result = await autocannon({ connections: CONNECTIONS, workers: 1, ...options });
-  const cpuUs = Math.round((mainThreadRunNs() - ranBefore) / 1000 / result.requests.total);
-  const phase = { rps: Math.round(result.requests.average), p99: result.latency.p99, errors: result.non2xx + result.errors + result.timeouts, cpuUs };
+/** Runs the load worker on `options` after WARMUP_S of warm-up on the same connections; the CPU is counted over the measured seconds only. */
+const load = async (label: string, options: Omit<LoadOptions, 'connections' | 'warmupSeconds'>): Promise<Phase> => {
+  const worker = startWorker(new URL('./load-worker.ts', import.meta.url), { workerData: { connections: CONNECTIONS, warmupSeconds: WARMUP_S, ...options }, name: 'bench-load' });
+  let ranBefore = NaN;
+  const report = await new Promise<Extract<LoadReport, { kind: 'done' }>>((resolve, reject) => {
+    worker.on('message', (message: LoadReport) => {
+      if (message.kind === 'measuring') ranBefore = mainThreadRunNs();
+      else resolve(message);
+    });
+    worker.once('error', reject);
+  });
+  await worker.terminate();
+  const cpuUs = Math.round((mainThreadRunNs() - ranBefore) / 1000 / report.requests);
+  const phase = { rps: report.rps, p99: report.p99, warmupP99: report.warmupP99, errors: report.errors, cpuUs };
   console.log(
-    `${label.padEnd(36)} ${String(phase.rps).padStart(7)} req/s   p99 ${String(phase.p99).padStart(4)} ms   ${String(cpuUs).padStart(5)} CPU µs/request   non-2xx/errors ${phase.errors}`,
+    `${label.padEnd(36)} ${String(phase.rps).padStart(7)} req/s   p99 ${String(phase.p99).padStart(5)} ms (warm-up ${String(phase.warmupP99).padStart(6)})   ${String(cpuUs).padStart(5)} CPU µs/request   non-2xx/errors ${phase.errors}`,
   );
   return phase;
 };
@@ -57,7 +73,7 @@ const ceiling = async (duration: number, when: string): Promise<Phase> => {
   const server = app.listen(0, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));
   try {
-    return await load(`bare koa (ceiling, ${when})`, { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`, duration });
+    return await load(`bare koa (ceiling, ${when})`, { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`, seconds: duration });
   } finally {
     server.closeAllConnections();
     server.close();
@@ -97,12 +113,12 @@ const measure = async (label: string, env: Record<string, string>, duration: num
     const first = await post('/api/v1/tickets', apiKey, ticketBody);
     if (first.status !== 201) throw new Error(`ticket creation failed: ${first.status} ${JSON.stringify(first.body)}`);
     const headers = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' };
-    const posting = { url: `${service.url}/api/v1/tickets`, method: 'POST', body: JSON.stringify(ticketBody), duration } as const;
+    const posting = { url: `${service.url}/api/v1/tickets`, method: 'POST', body: JSON.stringify(ticketBody), seconds: duration } as const;
     return {
       post: await load(`POST /api/v1/tickets${label}`, { ...posting, headers }),
       // autocannon puts a fresh id in place of [<id>] in each request.
       postWithKey: await load(`POST /api/v1/tickets + key${label}`, { ...posting, headers: { ...headers, 'idempotency-key': 'bench-[<id>]' }, idReplacement: true }),
-      get: await load(`GET /api/v1/tickets/{id}${label}`, { url: `${service.url}/api/v1/tickets/${first.body['id']}`, headers, duration }),
+      get: await load(`GET /api/v1/tickets/{id}${label}`, { url: `${service.url}/api/v1/tickets/${first.body['id']}`, headers, seconds: duration }),
     };
   } finally {
     await service.close();
@@ -138,12 +154,14 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
     bench: 'api',
     post_rps: embedded.post.rps,
     post_p99_ms: embedded.post.p99,
+    post_warmup_p99_ms: embedded.post.warmupP99,
     post_with_key_rps: embedded.postWithKey.rps,
     post_with_key_p99_ms: embedded.postWithKey.p99,
     get_rps: embedded.get.rps,
     get_p99_ms: embedded.get.p99,
     api_role_post_rps: distributed.post.rps,
     api_role_post_p99_ms: distributed.post.p99,
+    api_role_post_warmup_p99_ms: distributed.post.warmupP99,
     api_role_post_with_key_rps: distributed.postWithKey.rps,
     api_role_post_with_key_p99_ms: distributed.postWithKey.p99,
     api_role_get_rps: distributed.get.rps,

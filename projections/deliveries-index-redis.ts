@@ -11,7 +11,13 @@
 // scored by event position) are what a restart takes over; `settled` (by created_at) is what retention
 // prunes. `meta` holds the checkpoint, written by the same script as the rows it covers.
 //
-// Several writers (every dispatcher) apply the same log: an apply reads the deliveries it touches and
+// One writer applies at a time: the dispatcher index thread holding `lease` (a key with a deadline it
+// renews, WriterLease); the others stand by without reading the log, and one of them takes the lease
+// once it runs out (its holder died) or is given back (its holder stopped). Every dispatcher reading
+// and folding every record cost each about as much as the one that wrote (a standby's thread was
+// busier than the writer's in a profile of `npm run bench -- kafka`). Two writers may still overlap
+// (a holder that stalled past its deadline), so an apply stays safe against another:
+// Several writers apply the same log: an apply reads the deliveries it touches and
 // the checkpoint, folds the events above it, and writes only if the checkpoint has not moved since (a
 // compare-and-set); otherwise another writer applied them first and it reads again. An epoch key marks
 // the data: a Redis that restarted without persistence (or was flushed) has none, an apply then throws
@@ -208,18 +214,41 @@ const FORGET_BATCH = 1_000;
 const setOf = (query: HistoryQuery): string =>
   `s:${query.subscriptionId}${query.status === undefined ? '' : `:st:${query.status}`}${query.eventType === undefined ? '' : `:t:${query.eventType}`}`;
 
+/** The lease of the one writer that applies the log to a shared index. */
+export interface WriterLease {
+  /** Takes the lease for this writer, or keeps it, for `ms` more; false while another writer holds it. */
+  lease(ms: number): Promise<boolean>;
+  /** Gives the lease back when this writer holds it, so a standby takes over at once. */
+  release(): Promise<void>;
+  /** The log position the index has applied, by whichever writer: read only (a standby binds nothing by it). */
+  appliedThrough(): Promise<number>;
+}
+
+// KEYS: the lease. ARGV: this writer, the lease's length in ms.
+const LEASE_TAKE = `
+local holder = redis.call('GET', KEYS[1])
+if holder and holder ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 1`;
+const LEASE_RELEASE = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+return 0`;
+
 export interface RedisDeliveryIndexOptions {
   readonly client: Redis;
   /** Namespaces the keys (tests, several deployments on one Redis). */
   readonly keyPrefix?: string;
 }
 
-export const createRedisDeliveryIndex = (options: RedisDeliveryIndexOptions): DeliveryIndex => {
-  const client = options.client as Scripted<typeof SCRIPTS>;
+export const createRedisDeliveryIndex = (options: RedisDeliveryIndexOptions): DeliveryIndex & WriterLease => {
+  const client = options.client as Scripted<typeof SCRIPTS & { historyLeaseTake: string; historyLeaseRelease: string }>;
   for (const [name, lua] of Object.entries(SCRIPTS)) client.defineCommand(name, { numberOfKeys: 7, lua: PRELUDE + lua });
+  client.defineCommand('historyLeaseTake', { numberOfKeys: 1, lua: LEASE_TAKE });
+  client.defineCommand('historyLeaseRelease', { numberOfKeys: 1, lua: LEASE_RELEASE });
   const tag = `{${options.keyPrefix ?? ''}dh:v${DELIVERY_INDEX_VERSION}}`;
   const keys = ['docs', 'ws', 'meta', 'waiting', 'ahead', 'settled', 'epoch'].map((name) => `${tag}:${name}`);
   const prefix = `${tag}:`;
+  const leaseKey = `${tag}:lease`;
   /** The epoch this process applies in, bound by checkpoint(); null until then and after a reset. */
   let epoch: string | null = null;
   /** Names this writer in the checkpoint it moves (the others defer to it while it keeps applying). */
@@ -374,11 +403,16 @@ export const createRedisDeliveryIndex = (options: RedisDeliveryIndexOptions): De
       await bind();
     },
     async close() {},
+    lease: async (ms) => Number(await client.historyLeaseTake(leaseKey, writer, String(ms))) === 1,
+    async release() {
+      await client.historyLeaseRelease(leaseKey, writer);
+    },
+    appliedThrough: async () => Number((await client.hget(keys[2] as string, 'position')) ?? 0),
   };
 };
 
 /** The index on a connection of its own (closed with it). */
-export const openRedisDeliveryIndex = (options: { readonly url: string; readonly keyPrefix?: string }): DeliveryIndex & { readonly client: Redis } => {
+export const openRedisDeliveryIndex = (options: { readonly url: string; readonly keyPrefix?: string }): DeliveryIndex & WriterLease & { readonly client: Redis } => {
   const client = createRedisClient(options.url, 'command', { commandTimeoutMs: READ_MODEL_COMMAND_TIMEOUT_MS });
   const index = createRedisDeliveryIndex({ client, ...(options.keyPrefix === undefined ? {} : { keyPrefix: options.keyPrefix }) });
   return {

@@ -3,6 +3,7 @@
 // log, a Redis that lost its data, a Redis that does not answer. Pending unless REDIS_URL is set.
 import { expect } from 'chai';
 import { Redis } from 'ioredis';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { ProjectionReset } from '../../src/app/projection-runner.js';
 import { deliveryAggregate, packSteps, type Delivery, type DeliveryCommand } from '../../src/domain/delivery/delivery.js';
 import { deliveryStream } from '../../src/domain/delivery/ids.js';
@@ -19,7 +20,7 @@ const redisUrl = process.env['REDIS_URL'];
 const namespace = (url: string) => {
   const keyPrefix = `test:${Math.random().toString(16).slice(2)}:`;
   const opened: DeliveryIndex[] = [];
-  const open = async (): Promise<DeliveryIndex & { readonly client: Redis }> => {
+  const open = async (): Promise<ReturnType<typeof openRedisDeliveryIndex>> => {
     const index = openRedisDeliveryIndex({ url, keyPrefix });
     opened.push(index);
     // Bound to the stored data, as its runner does before the first apply.
@@ -178,6 +179,23 @@ const onScript = (index: Index, script: 'historyRead' | 'historyApply', seen: (r
     await Promise.all([Promise.all(more.map((event) => b.apply(event))), Promise.all(more.map((event) => a.apply(event)))]);
     expect(sentA.applies, 'batches a sent (one stall past its ten looks may let it send one)').to.be.at.most(1);
     expect(await a.checkpoint()).to.deep.equal({ position: 60, fannedOutThrough: 29 });
+  });
+
+  it('leases the writing to one writer at a time: renewed by its holder, taken by another once it runs out or is given back', async () => {
+    const [a, b] = [await space.open(), await space.open()];
+    expect(await a.lease(300)).to.equal(true);
+    expect(await b.lease(300), 'b while a holds it').to.equal(false);
+    expect(await a.lease(300), 'a renews it').to.equal(true);
+    await b.release();
+    expect(await b.lease(300), 'b giving back what it does not hold changes nothing').to.equal(false);
+    await sleep(400);
+    expect(await b.lease(300), 'b once a did not renew it in time').to.equal(true);
+    expect(await a.lease(300), 'a, which let it run out').to.equal(false);
+    await b.release();
+    expect(await a.lease(60_000), 'a once b gave it back').to.equal(true);
+    // A Redis that lost its data lost the lease too: whoever asks next holds it.
+    await space.lose();
+    expect(await b.lease(300)).to.equal(true);
   });
 
   it('refuses applies and a restart from it once Redis lost its data, and starts again from position 0', async () => {

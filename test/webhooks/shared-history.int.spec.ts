@@ -54,9 +54,9 @@ describe("a dispatcher's delivery history index thread over Redis (int)", functi
     rmSync(dir, { recursive: true, force: true });
   });
 
-  /** Records `count` deliveries as a dispatcher does, the first `delivered` of them delivered at their first attempt. */
-  const record = async (count: number, delivered: number): Promise<void> => {
-    for (let i = 0; i < count; i++) {
+  /** Records deliveries d`from`.. up to `count` as a dispatcher does, those below `delivered` delivered at their first attempt. */
+  const record = async (count: number, delivered: number, from = 0): Promise<void> => {
+    for (let i = from; i < count; i++) {
       const decide = (command: DeliveryCommand, state: Parameters<typeof deliveryAggregate.decide>[1]) => {
         const result = deliveryAggregate.decide(command, state);
         if (result._tag === 'Left') throw new Error(result.left.message);
@@ -81,6 +81,71 @@ describe("a dispatcher's delivery history index thread over Redis (int)", functi
     const recorded = await history?.records.recorded?.([{ subscriptionId: SUBSCRIPTION, deliveryId: 'd0' }, { subscriptionId: SUBSCRIPTION, deliveryId: 'd9' }]);
     expect(recorded).to.deep.equal([true, false]);
     expect(deaths).to.deep.equal([]);
+  });
+
+  /** Another dispatcher's side over the same log and Redis, stopped after the case. */
+  const another = (): SharedHistory => {
+    const config = loadConfig({ ROLE: 'dispatcher', DATA_DIR: dir, REDIS_URL: redis.url, KAFKA_BROKERS: '127.0.0.1:9' });
+    const other = sharedHistory(backgroundCore(config, log, systemMicros), redis.url, (error) => deaths.push(error));
+    others.push(other);
+    return other;
+  };
+  let others: SharedHistory[] = [];
+  afterEach(async () => {
+    for (const other of others.splice(0)) await other.feature.stop?.();
+  });
+
+  /** What `side` takes over, and how many delivery records its thread read to get there (from its log line). */
+  const restoreOf = async (side: SharedHistory | null): Promise<{ readonly waiting: string[]; readonly read: number }> => {
+    const lines: string[] = [];
+    const log = console.log;
+    console.log = (...args: unknown[]) => void lines.push(args.join(' '));
+    try {
+      const taken = await side?.restore();
+      const read = /(\d+) delivery records read since start/.exec(lines.join('\n'));
+      return { waiting: (taken?.deliveries ?? []).map(({ delivery }) => delivery.id).sort(), read: Number(read?.[1] ?? NaN) };
+    } finally {
+      console.log = log;
+    }
+  };
+
+  it('has one thread apply the log at a time: the other stands by, reads none of it, and answers from what the first applied', async () => {
+    await record(5, 3);
+    await history?.feature.start?.();
+    const standby = another();
+    await standby.feature.start?.();
+    expect(await restoreOf(history)).to.deep.equal({ waiting: ['d3', 'd4'], read: 5 });
+    expect(await restoreOf(standby)).to.deep.equal({ waiting: ['d3', 'd4'], read: 0 });
+    // Recorded later: the standby waits for the holder to apply it, and reads none of it itself.
+    await record(8, 3, 5);
+    // The log's head is an event the index does not apply: caught up all the same.
+    await log.append('ticket-t1', [{ id: eventId(), type: 'ticket.created', workspaceId: WORKSPACE, data: { id: 't1' } }], 'no_stream');
+    expect(await restoreOf(standby)).to.deep.equal({ waiting: ['d3', 'd4', 'd5', 'd6', 'd7'], read: 0 });
+    expect(deaths).to.deep.equal([]);
+  });
+
+  it('has a standby take the index over once the thread applying it stopped, or died', async () => {
+    await record(2, 0);
+    await history?.feature.start?.();
+    const standby = another();
+    await standby.feature.start?.();
+    // Stopped: it gave the lease back, and the standby applies from its next look (within a second).
+    await history?.feature.stop?.();
+    history = null;
+    await record(4, 0, 2);
+    const took = await restoreOf(standby);
+    expect(took.waiting).to.deep.equal(['d0', 'd1', 'd2', 'd3']);
+    expect(took.read, 'the records after the stop, applied by the standby').to.equal(2);
+    // Died: its lease runs out (3 s), then the last one standing applies.
+    const third = another();
+    await third.feature.start?.();
+    await standby.killIndexThread();
+    const started = Date.now();
+    await record(6, 0, 4);
+    const after = await restoreOf(third);
+    expect(after.waiting).to.deep.equal(['d0', 'd1', 'd2', 'd3', 'd4', 'd5']);
+    expect(after.read).to.equal(2);
+    expect(Date.now() - started, 'taken over once the lease ran out').to.be.below(10_000);
   });
 
   it('tells the dispatcher when its index thread dies, and answers no more from it', async () => {

@@ -2,17 +2,24 @@
 // from the log on its own connection, prunes it past the retention, and answers its parent when
 // everything up to a position is committed, or with what a restart takes over. The embedded role's
 // index is DATA_DIR/delivery-history.sqlite, its parent the delivery thread; a distributed
-// dispatcher's is the one index in Redis that every dispatcher keeps (its parent the process's main
-// thread, which sends the attempts).
+// dispatcher's is the one index in Redis that the dispatchers share (its parent the process's main
+// thread, which sends the attempts): one thread applies the log to it at a time, the one holding its
+// lease (projections/deliveries-index-redis.ts, WriterLease), and the others stand by without reading
+// the log, seeking the lease every LEASE_EVERY_MS; what they answer, they answer from the index once
+// it has caught up with the position asked for. A holder that dies leaves the index unapplied for at
+// most LEASE_MS; one that stops gives the lease back.
 import * as path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { getHeapStatistics } from 'node:v8';
 import { parentPort, workerData } from 'node:worker_threads';
-import type { DeliveryIndex } from '../../../projections/deliveries-index.js';
+import { DELIVERY_INDEX_TYPES, type DeliveryIndex, type PendingDeliveries } from '../../../projections/deliveries-index.js';
+import type { WriterLease } from '../../../projections/deliveries-index-redis.js';
+import { ProjectionReset } from '../../app/projection-runner.js';
 import { openDispatcherLog } from '../../bus/role-log.js';
 import type { Config } from '../../config/config.js';
 import { systemMicros } from '../../log/clock.js';
 import { lowerThreadPriority, nameThread } from '../../shared/thread-priority.js';
-import { createHistoryIndexer } from './history-index.js';
+import { createHistoryIndexer, type HistoryIndexer } from './history-index.js';
 import type { FromIndexer, TakenOver, ToIndexer } from './index-thread.js';
 
 const port = parentPort;
@@ -24,8 +31,16 @@ const { config } = workerData as { config: Config };
 lowerThreadPriority(Math.min(19, config.apiThreadNice + 10));
 nameThread('delivery-index');
 
+/** How long the lease lasts unless renewed, and how often its holder renews it and the others seek it. */
+const LEASE_MS = 3_000;
+const LEASE_EVERY_MS = 1_000;
+/** How often a standby thread asked for the index at a position looks whether it has caught up. */
+const CAUGHT_UP_POLL_MS = 50;
+
 interface OpenedIndex {
   readonly index: DeliveryIndex & { close(): Promise<void> };
+  /** A shared index's lease of the one thread that applies; none for an index of this process alone. */
+  readonly lease?: WriterLease;
   /** Makes what was applied visible to the parent's own connection (the SQLite file commits in batches). */
   readonly commit: () => void;
   /** Calls `again` when the store is reachable again after an outage (Redis may come back empty). */
@@ -35,18 +50,12 @@ interface OpenedIndex {
 /** Only the store this thread keeps is loaded: the embedded thread never loads ioredis. */
 const openIndex = async (): Promise<OpenedIndex> => {
   if (config.role === 'dispatcher' && config.redisUrl !== null) {
-    const { openRedisDeliveryIndex } = await import('../../../projections/deliveries-index-redis.js');
+    const [{ openRedisDeliveryIndex }, { redisReady }] = await Promise.all([import('../../../projections/deliveries-index-redis.js'), import('../../shared/redis.js')]);
     const index = openRedisDeliveryIndex({ url: config.redisUrl });
-    let connected = false;
-    return {
-      index,
-      commit: () => undefined,
-      onReconnect: (again) =>
-        index.client.on('ready', () => {
-          if (connected) again();
-          connected = true;
-        }),
-    };
+    // The lease is sought at once: a client not yet connected would refuse it (and stand by for a second).
+    await redisReady(index.client);
+    // Connected by now: every 'ready' from here on is a reconnection.
+    return { index, lease: index, commit: () => undefined, onReconnect: (again) => index.client.on('ready', again) };
   }
   const { DELIVERY_HISTORY_FILE, openSqliteDeliveryIndex } = await import('../../../projections/deliveries-index-sqlite.js');
   const index = openSqliteDeliveryIndex({ file: path.join(config.dataDir, DELIVERY_HISTORY_FILE) });
@@ -54,7 +63,7 @@ const openIndex = async (): Promise<OpenedIndex> => {
 };
 
 const log = await openDispatcherLog(config, systemMicros, 'indexer');
-const { index, commit, onReconnect } = await openIndex();
+const { index, lease, commit, onReconnect } = await openIndex();
 /** Delivery records applied by this thread since it started: what a restart read of the history (logged, and checked by a test). */
 let applied = 0;
 const counted: DeliveryIndex = {
@@ -64,8 +73,76 @@ const counted: DeliveryIndex = {
     return index.apply(event);
   },
 };
-const indexer = createHistoryIndexer(log, counted, { retentionMs: config.webhooks.historyRetentionMs, clock: systemMicros });
-onReconnect(() => indexer.runner.resume('its store reconnected: reading the checkpoint again'));
+const newIndexer = (): HistoryIndexer => createHistoryIndexer(log, counted, { retentionMs: config.webhooks.historyRetentionMs, clock: systemMicros });
+/** The indexer applying the log: always, for an index of this process alone; while this thread holds the lease, for a shared one. */
+let active: HistoryIndexer | null = null;
+onReconnect(() => active?.runner.resume('its store reconnected: reading the checkpoint again'));
+
+/** The index could not be applied: the thread ends, and its dispatcher with it (crash-only, as when the thread dies). */
+const fail = (error: unknown): never => {
+  console.error('delivery history index: applying the log failed:', error);
+  process.exit(1);
+};
+
+/** Takes or renews the lease, and starts or stops applying as it says; an unreachable Redis changes nothing. */
+const keepLease = async (shared: WriterLease): Promise<void> => {
+  let held: boolean;
+  try {
+    held = await shared.lease(LEASE_MS);
+  } catch {
+    return;
+  }
+  if (held && active === null) {
+    // Not awaited: the lease is renewed while the index catches up (a rebuild takes longer than the lease).
+    active = newIndexer();
+    void active.start().catch(fail);
+  } else if (!held && active !== null) {
+    // Another thread holds it (this one stalled past its deadline): it applies from here on.
+    const stopped = active;
+    active = null;
+    await stopped.stop();
+  }
+};
+/** The look at the lease under way, if any: a look that outlasts the period is not doubled. */
+let leasing: Promise<void> | null = null;
+let leaseTimer: NodeJS.Timeout | undefined;
+
+/**
+ * Resolves once the index has applied the log up to `position`. A shared index is asked, whichever
+ * thread applies it (this one may lose the lease meanwhile): caught up when the log has no event of
+ * its types between its checkpoint and `position` (the checkpoint is the last one applied, and the
+ * events in between may be of other types). A Redis that does not answer is asked again.
+ */
+const caughtUpTo = async (position: number): Promise<void> => {
+  if (lease === undefined) return active?.runner.waitFor(position);
+  for (;;) {
+    const checkpoint = await lease.appliedThrough().catch(() => null);
+    if (checkpoint !== null && checkpoint >= position) return;
+    if (checkpoint !== null) {
+      const [next] = await log.readAll({ after: checkpoint, types: DELIVERY_INDEX_TYPES, limit: 1 });
+      if (next === undefined || next.position > position) return;
+    }
+    await sleep(CAUGHT_UP_POLL_MS);
+  }
+};
+
+/** What a restart takes over, read once the index has applied everything the log has now. */
+const pending = async (): Promise<PendingDeliveries> => {
+  if (lease === undefined) return (active as HistoryIndexer).pending();
+  for (;;) {
+    await caughtUpTo(await log.headPosition());
+    try {
+      return await index.pending();
+    } catch (error) {
+      if (!(error instanceof ProjectionReset)) throw error;
+      // The data was lost (or this standby never bound to it): the holder rebuilds the index from
+      // the log, and a standby binds to what is stored now (it applies nothing by it).
+      if (active !== null) active.runner.resume(error.message);
+      else await index.checkpoint();
+    }
+  }
+};
+
 const send = (message: FromIndexer): void => port.postMessage(message);
 /** Answers request `id` once `work` is done, with what it took over when it read that. */
 const answer = (id: number, work: Promise<TakenOver | void>): void => {
@@ -79,16 +156,20 @@ let stopping: Promise<void> | null = null;
 port.on('message', (message: ToIndexer) => {
   switch (message.kind) {
     case 'sync':
-      return answer(message.id, indexer.runner.waitFor(message.position).then(commit));
+      return answer(message.id, caughtUpTo(message.position).then(commit));
     case 'pending':
-      return answer(message.id, indexer.pending().then((pending) => ({ pending, applied })));
+      return answer(message.id, pending().then((deliveries) => ({ pending: deliveries, applied })));
     case 'forget':
       return answer(message.id, index.forget(message.subscriptionId).then(commit));
     case 'heap':
       return answer(message.id, Promise.resolve());
     case 'stop':
       stopping ??= (async () => {
-        await indexer.stop();
+        clearInterval(leaseTimer);
+        await leasing;
+        await active?.stop();
+        // A standby takes over at its next look, not once the lease runs out.
+        await lease?.release().catch(() => undefined);
         await index.close();
         await log.close();
         process.exit(0);
@@ -96,7 +177,19 @@ port.on('message', (message: ToIndexer) => {
   }
 });
 try {
-  await indexer.start();
+  if (lease === undefined) {
+    active = newIndexer();
+    await active.start();
+  } else {
+    // Ready at once, holder or not: a holder catches up in the background, and what the parent asks
+    // waits for the index to catch up whoever applies it.
+    await keepLease(lease);
+    leaseTimer = setInterval(() => {
+      leasing ??= keepLease(lease)
+        .catch(fail)
+        .finally(() => (leasing = null));
+    }, LEASE_EVERY_MS);
+  }
 } catch (error) {
   await index.close();
   await log.close();

@@ -48,7 +48,8 @@ export interface HistoryIndexThread {
 const ENTRY = new URL(`./index-thread-entry${extname(fileURLToPath(import.meta.url))}`, import.meta.url);
 
 /**
- * Starts the index thread; resolves once it has caught up with the log from the index's checkpoint.
+ * Starts the index thread; resolves once it has caught up with the log from the index's checkpoint
+ * (a shared index: once it applies the log or stands by; its answers wait for the index to catch up).
  * `died` hears of a thread that ends other than by `stop` (its requests under way fail too).
  */
 export const startHistoryIndexThread = (config: Config, died: (error: Error) => void): Promise<HistoryIndexThread> =>

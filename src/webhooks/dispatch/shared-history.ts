@@ -1,6 +1,7 @@
 // The dispatchers' side of the delivery history shared in Redis (the distributed mode with REDIS_URL):
-// every dispatcher keeps the one index current from the log (idempotently: its applies are a
-// compare-and-set on the index's checkpoint, projections/deliveries-index-redis.ts), in a worker
+// the dispatchers keep the one index current from the log, one at a time (the one whose index thread
+// holds its lease; the others stand by and take over when it stops or dies), idempotently (its applies
+// are a compare-and-set on the index's checkpoint, projections/deliveries-index-redis.ts), in a worker
 // thread of its own (src/webhooks/dispatch/index-thread.ts), so that reading the records back and
 // writing them to Redis never holds up the sends on the main thread. The main thread restarts from the
 // deliveries the index says are waiting, re-seeds a lost retry schedule from them, and reads a delivery

@@ -1,7 +1,7 @@
 // Backpressure between the embedded delivery thread and the request thread (src/webhooks/dispatch/
 // backpressure.ts): writes wait only while deliveries are late AND the delivery thread is busy (a slow
 // receiver leaves attempts late with the thread idle); the signal runs out by itself when the delivery
-// side stops renewing it, is released at once by clear(), and a held request waits at most its bound.
+// side stops renewing it, is released at once by clear(), a held request waits at most its bound, and one whose client left goes at once.
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { Worker } from 'node:worker_threads';
@@ -204,6 +204,32 @@ describe('webhook delivery backpressure (unit)', () => {
     let passed = false;
     await request.eased(60_000).then(() => (passed = true));
     expect(passed, 'a new write passes once none waits').to.equal(true);
+  });
+
+  it('lets a held request whose client left go at once, its place in the release to the next', async () => {
+    let now = 1_000_000;
+    const shared = sharedDeadline(createBackpressureBuffer(), () => now);
+    const request = readBackpressure(shared, () => now);
+    shared.press(50);
+    const gone = new AbortController();
+    let left = false;
+    const leaving = request.eased(60_000, gone.signal).then(() => (left = true));
+    let released = 0;
+    const held = Array.from({ length: 8 }, () => request.eased(60_000).then(() => released++));
+    await sleep(20);
+    gone.abort();
+    await leaving;
+    expect(left).to.equal(true);
+    expect(released, 'the others still held').to.equal(0);
+    expect(request.pressing()).to.equal(true);
+    now += 50;
+    // The first look lets eight go: the eight still waiting, none of its places spent on the one that left.
+    await eventuallyTrue(() => released > 0);
+    expect(released).to.equal(8);
+    await Promise.all(held);
+    let passed = false;
+    await request.eased(60_000, AbortSignal.abort()).then(() => (passed = true));
+    expect(passed, 'a client already gone is not held').to.equal(true);
   });
 
   it('is seen across threads: a worker that writes the buffer holds the reader here', async () => {

@@ -4,13 +4,14 @@
 // lost. Only what may add events is held (POST, PUT, PATCH): a read, a long poll, a DELETE (which
 // may take a subscription and its deliveries away) and every admin request go at once.
 import type Koa from 'koa';
+import { short } from '../api-error.js';
 import type { ApiState } from '../context.js';
 
 export interface WriteHold {
   /** Whether a write of this workspace is to wait now. */
   held(workspaceId: string): boolean;
-  /** Resolves once writes no longer wait, or after `maxMs` at the latest. */
-  eased(maxMs: number): Promise<void>;
+  /** Resolves once writes no longer wait, or after `maxMs` at the latest; at once when `gone` aborts. */
+  eased(maxMs: number, gone?: AbortSignal): Promise<void>;
 }
 
 /** What was held, for the metrics route: requests and the seconds they waited, since the start. */
@@ -43,8 +44,19 @@ export const holdWrites = (hold: WriteHold, maxMs: number): { readonly middlewar
     const workspace = ctx.state.workspace as ApiState['workspace'] | undefined;
     if (workspace !== undefined && WRITES.has(ctx.method) && hold.held(workspace.id)) {
       const since = performance.now();
-      await hold.eased(maxMs);
+      // A client that gives up while held (its own timeout) leaves the queue at once: it would
+      // otherwise keep its place until its turn, and the writes behind it would wait for nothing.
+      const left = new AbortController();
+      const leave = (): void => left.abort();
+      ctx.req.socket.once('close', leave);
+      try {
+        await hold.eased(maxMs, left.signal);
+      } finally {
+        ctx.req.socket.off('close', leave);
+      }
       record(performance.now() - since);
+      // Nothing read, nothing done, and no one to read the answer (rendered, not logged).
+      if (left.signal.aborted) throw short(400, 'The client closed the request while it was held for webhook delivery');
     }
     await next();
   };

@@ -110,8 +110,11 @@ export const sharedDeadline = (buffer: SharedArrayBuffer, nowMs: () => number = 
 export interface RequestSide {
   /** Writes are to wait now: a delivery engine asks for it, or earlier writes still wait. */
   pressing(): boolean;
-  /** Resolves at its turn once no engine asks any more, or after `maxMs` at the latest. */
-  eased(maxMs: number): Promise<void>;
+  /**
+   * Resolves at its turn once no engine asks any more, or after `maxMs` at the latest; at once when
+   * `gone` aborts (its client left), giving its place up to the next.
+   */
+  eased(maxMs: number, gone?: AbortSignal): Promise<void>;
   /** Releases what it held (its delivery engine ended). */
   clear(): void;
 }
@@ -164,10 +167,22 @@ export const readBackpressure = (deadline: Deadline, nowMs: () => number = Date.
   const pressing = (): boolean => waiting.size > 0 || pressed();
   return {
     pressing,
-    eased: (maxMs) =>
+    eased: (maxMs, gone) =>
       new Promise<void>((done) => {
-        if (!pressing()) return done();
-        waiting.add({ until: nowMs() + maxMs, done });
+        if (!pressing() || gone?.aborted === true) return done();
+        const leave = (): void => {
+          waiting.delete(waiter);
+          done();
+        };
+        const waiter = {
+          until: nowMs() + maxMs,
+          done: () => {
+            gone?.removeEventListener('abort', leave);
+            done();
+          },
+        };
+        waiting.add(waiter);
+        gone?.addEventListener('abort', leave, { once: true });
         timer ??= setInterval(() => release(false), RECHECK_MS);
       }),
     clear() {

@@ -1,6 +1,7 @@
-// Delivery-history index writers benchmark: what the second of two distributed dispatchers costs by
-// keeping the one Redis index too (both tail the log and apply it; the second mostly finds its
-// batches applied). `npm run bench -- index-writers [--long]`.
+// Delivery-history index writers benchmark: what a second writer applying the one Redis index at the
+// same time costs (both tail the log and apply it; the second mostly finds its batches applied). Every
+// second dispatcher did so until one index thread at a time held the index's lease; now it is the
+// overlap of a holder stalled past its lease. `npm run bench -- index-writers [--long]`.
 //
 // A private Redis (scripts/redis.sh on the bench's own port) and a shared SQLite log to which delivery
 // records are appended as a dispatcher records them: every 20 ms a record of the deliveries just

@@ -129,7 +129,7 @@ describe("a dispatcher's delivery history index thread over Redis (int)", functi
     await history?.feature.start?.();
     const standby = another();
     await standby.feature.start?.();
-    // Stopped: it gave the lease back, and the standby applies from its next look (within a second).
+    // Stopped: it gave the lease back, and the standby applies from its next look (within 250 ms).
     await history?.feature.stop?.();
     history = null;
     await record(4, 0, 2);

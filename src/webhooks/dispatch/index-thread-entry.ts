@@ -31,9 +31,13 @@ const { config } = workerData as { config: Config };
 lowerThreadPriority(Math.min(19, config.apiThreadNice + 10));
 nameThread('delivery-index');
 
-/** How long the lease lasts unless renewed, and how often its holder renews it and the others seek it. */
+/**
+ * How long the lease lasts unless renewed, and how often its holder renews it and the others seek it:
+ * often, so that a holder's restart (it gives the lease back) leaves the index unapplied a moment
+ * only (a look is one short script).
+ */
 const LEASE_MS = 3_000;
-const LEASE_EVERY_MS = 1_000;
+const LEASE_EVERY_MS = 250;
 /** How often a standby thread asked for the index at a position looks whether it has caught up. */
 const CAUGHT_UP_POLL_MS = 50;
 

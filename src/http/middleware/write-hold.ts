@@ -48,7 +48,8 @@ export const holdWrites = (hold: WriteHold, maxMs: number): { readonly middlewar
       // otherwise keep its place until its turn, and the writes behind it would wait for nothing.
       const left = new AbortController();
       const leave = (): void => left.abort();
-      ctx.req.socket.once('close', leave);
+      if (ctx.req.socket.destroyed) leave();
+      else ctx.req.socket.once('close', leave);
       try {
         await hold.eased(maxMs, left.signal);
       } finally {

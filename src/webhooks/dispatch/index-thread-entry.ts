@@ -6,8 +6,8 @@
 // thread, which sends the attempts): one thread applies the log to it at a time, the one holding its
 // lease (projections/deliveries-index-redis.ts, WriterLease), and the others stand by without reading
 // the log, seeking the lease every LEASE_EVERY_MS; what they answer, they answer from the index once
-// it has caught up with the position asked for. A holder that dies leaves the index unapplied for at
-// most LEASE_MS; one that stops gives the lease back.
+// it has caught up with the position asked for. A holder that dies leaves the index unapplied for
+// about LEASE_MS; one that stops gives the lease back.
 import * as path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { getHeapStatistics } from 'node:v8';
@@ -56,7 +56,7 @@ const openIndex = async (): Promise<OpenedIndex> => {
   if (config.role === 'dispatcher' && config.redisUrl !== null) {
     const [{ openRedisDeliveryIndex }, { redisReady }] = await Promise.all([import('../../../projections/deliveries-index-redis.js'), import('../../shared/redis.js')]);
     const index = openRedisDeliveryIndex({ url: config.redisUrl });
-    // The lease is sought at once: a client not yet connected would refuse it (and stand by for a second).
+    // The lease is sought at once: a client not yet connected would refuse it (and stand by until the next look).
     await redisReady(index.client);
     // Connected by now: every 'ready' from here on is a reconnection.
     return { index, lease: index, commit: () => undefined, onReconnect: (again) => index.client.on('ready', again) };

@@ -173,6 +173,13 @@ export const createContactCommands = (core: Core) => {
       };
       const identities = identityKeys(normalized).map((key) => ({ key, stream: streamOf(workspaceId, key) }));
       const command = { kind: 'save', fields: normalized, via } as const;
+      // Every identifier already finally one contact's: nothing to claim, so nothing to take the
+      // identity lock for. Concurrent saves of a known contact then queue on its own stream and are
+      // decided together, where the lock ran them one at a time (64 clients posting tickets for one
+      // contact each read the contact's stream once per request).
+      const known = identities.map(({ stream }) => finalOwners.get(stream));
+      const owner = known[0];
+      if (owner !== undefined && known.every((other) => other === owner)) return run(workspaceId, owner, command, scope);
       // Upserts sharing an identifier run one at a time in this process, so two identifiers claimed
       // by concurrent calls cannot split one person into two contacts; across API servers the
       // identity streams still agree on each identifier (and re-point a fresh claim, above).

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { createCommandHandler, createStateCache } from '../../src/app/command-handler.js';
 import type { Core } from '../../src/app/core.js';
+import { contactStream } from '../../src/domain/contact/contact.js';
 import { CONTACT_IDENTITY_CLAIMED, identityKeys, identityStream, type IdentityKey } from '../../src/domain/contact/identity.js';
 import type { EventLog } from '../../src/log/event-log.js';
 import { systemMicros } from '../../src/log/clock.js';
@@ -94,5 +95,30 @@ describe('contact upsert across two API servers (int)', () => {
     expect((await log.readStream(identityStream('ws', telegramKey))).map((e) => e.data['contact_id'])).to.deep.equal(['other']);
     // The contact this server proposed was never registered; the adopted one is saved with the fields.
     expect((await log.readAll({ after: 0, types: ['contact.registered'] })).map((e) => e.data['contact_id'])).to.deep.equal(['other']);
+  });
+
+  it('decides saves of a known contact made at once together, on its stream: one read for the lot, each change in order', async () => {
+    const email = `${randomId()}@example.com`;
+    let contactId = '';
+    let reads = 0;
+    const counting: EventLog = {
+      ...log,
+      readStream: (stream, from) => {
+        if (stream === contactStream(contactId)) reads += 1;
+        return log.readStream(stream, from);
+      },
+    };
+    // The server that registered the person knows its claims are final (another server's fresh
+    // claim may still be re-pointed by it, so a second server takes the identity lock every time).
+    const commands = server(counting);
+    contactId = await saveWith(commands, { email });
+    reads = 0;
+    const names = Array.from({ length: 32 }, (_, i) => `Name ${i}`);
+    const saved = await Promise.all(names.map((full_name) => commands.save('ws', { email, full_name }, 'api', undefined)));
+    expect(saved.map((s) => (s._tag === 'Right' ? s.right.contactId : s.left.message))).to.deep.equal(Array(32).fill(contactId));
+    // Run one at a time under the identity lock, each read the stream: 32 reads.
+    expect(reads, 'reads of the contact stream').to.be.at.most(2);
+    const changed = await log.readStream(contactStream(contactId), 1);
+    expect(changed.map((e) => e.data['full_name'])).to.deep.equal(names);
   });
 });

@@ -54,6 +54,7 @@ const load = async (label: string, options: Omit<LoadOptions, 'connections' | 'w
       else resolve(message);
     });
     worker.once('error', reject);
+    worker.once('exit', (code) => reject(new Error(`the load worker exited (${code}) before its figures`)));
   });
   await worker.terminate();
   const cpuUs = Math.round((mainThreadRunNs() - ranBefore) / 1000 / report.requests);

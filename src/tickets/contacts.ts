@@ -173,10 +173,10 @@ export const createContactCommands = (core: Core) => {
       };
       const identities = identityKeys(normalized).map((key) => ({ key, stream: streamOf(workspaceId, key) }));
       const command = { kind: 'save', fields: normalized, via } as const;
-      // Every identifier already finally one contact's: nothing to claim, so nothing to take the
-      // identity lock for. Concurrent saves of a known contact then queue on its own stream and are
-      // decided together, where the lock ran them one at a time (64 clients posting tickets for one
-      // contact each read the contact's stream once per request).
+      // Every identifier belongs for good to one contact: nothing to claim, so no identity lock to
+      // take. Concurrent saves of a known contact then queue on its own stream and are decided
+      // together, where the lock ran them one at a time (each read the stream, and waited for a
+      // commit of its own when it changed a field).
       const known = identities.map(({ stream }) => finalOwners.get(stream));
       const owner = known[0];
       if (owner !== undefined && known.every((other) => other === owner)) return run(workspaceId, owner, command, scope);

@@ -31,8 +31,8 @@ const fromHttpError = (error: { status?: unknown; type?: unknown; message?: unkn
 
 /**
  * raw-body's error for a request whose stream is gone before its body was read: its client closed it
- * while the request waited (held for webhook delivery, a Redis round trip). Nothing was done and no
- * one reads the answer: not a failure of the server.
+ * while the request waited (a Redis round trip; a write held for webhook delivery ends itself when its
+ * client leaves, write-hold.ts). Nothing was done and no one reads the answer: not a failure of the server.
  */
 const closedByClient = (ctx: Koa.Context, caught: unknown): ApiError | null =>
   ctx.req.destroyed && (caught as { type?: unknown } | null)?.type === 'stream.not.readable'

@@ -152,7 +152,7 @@ describe('dispatcher restarted from the Redis history index: an event handed ove
     const killed = createDispatcher({
       ...recordingDeps(log, directory, sent),
       records: recordsForKafka(log, index, () => indexer.pending()),
-      schedule: { shared: { ...shared, put: () => Promise.reject(new Error('killed before its put')) } },
+      schedule: { shared: { ...shared, put: () => Promise.reject(new Error('killed before its put')), putAndTake: () => Promise.reject(new Error('killed before its put')) } },
     });
     dispatchers.push(killed);
     const fanOut = await killed.fanOut(event, event.position).then(() => 'fanned out', (error: unknown) => String(error));

@@ -73,8 +73,8 @@ describe('webhook pump: takes', () => {
     const takes: number[] = [];
     const counted: RetrySchedule = {
       ...schedule,
-      takeDue: async (now, limit, room) => {
-        const taken = await schedule.takeDue(now, limit, room);
+      takeDue: async (...args) => {
+        const taken = await schedule.takeDue(...args);
         takes.push(taken.length);
         return taken;
       },
@@ -108,6 +108,103 @@ describe('webhook pump: takes', () => {
       hanging.shift()?.();
       await eventually('the ninth attempt', () => started.length === 9);
       expect(takes.slice(0, 3)).to.deep.equal([3, 5, 1]);
+    } finally {
+      hanging.splice(0).forEach((resolve) => resolve());
+      await pump.stop();
+    }
+  });
+});
+
+describe('webhook pump: puts', () => {
+  /** A pump over `schedule` whose attempts hang until released; counts the schedule's takes, and the most in flight per workspace at once. */
+  const pumpOver = (schedule: RetrySchedule, limits: { perSubscription: number; perWorkspace: number }) => {
+    const takes: number[] = [];
+    const hanging: (() => void)[] = [];
+    const inFlight = new Map<string, number>();
+    const most = new Map<string, number>();
+    const started: DueAttempt[] = [];
+    const workspaceOf = (subscriptionId: string) => subscriptionId.slice(0, 1);
+    const pump = createPump({
+      schedule: {
+        ...schedule,
+        takeDue: async (...args) => {
+          const taken = await schedule.takeDue(...args);
+          takes.push(taken.length);
+          return taken;
+        },
+      },
+      clock: () => 1_000,
+      maxInFlight: 64,
+      maxInFlightPerSubscription: limits.perSubscription,
+      maxInFlightPerWorkspace: limits.perWorkspace,
+      workspaceOf,
+      run: (entry) => {
+        started.push(entry);
+        const ws = workspaceOf(entry.subscriptionId);
+        inFlight.set(ws, (inFlight.get(ws) ?? 0) + 1);
+        most.set(ws, Math.max(most.get(ws) ?? 0, inFlight.get(ws) as number));
+        return new Promise<void>((resolve) =>
+          hanging.push(() => {
+            inFlight.set(ws, (inFlight.get(ws) as number) - 1);
+            resolve();
+          }),
+        );
+      },
+    });
+    return { pump, takes, hanging, most, started };
+  };
+  const entry = (deliveryId: string, subscriptionId: string, dueAt = 0): DueAttempt => ({ deliveryId, subscriptionId, dueAt, round: 1 });
+
+  it('starts the attempts it puts that are due, without a take of their own; the rest waits for room, then a fill takes it', async () => {
+    const { pump, takes, hanging, started } = pumpOver(createMemoryRetrySchedule(), { perSubscription: 2, perWorkspace: 64 });
+    pump.start();
+    try {
+      await eventually('the first (empty) take', () => takes.length === 1);
+      await pump.put([entry('a', 'a1'), entry('b', 'a1'), entry('c', 'a1'), entry('later', 'a2', 5_000)]);
+      expect(started.map((e) => e.deliveryId)).to.deep.equal(['a', 'b']);
+      expect(takes, 'no take for the put').to.deep.equal([0]);
+      hanging.shift()?.();
+      await eventually('c once a slot is free', () => started.length === 3);
+      expect(started[2]?.deliveryId).to.equal('c');
+      // What is not due yet is not started by its put.
+      expect(started.some((e) => e.deliveryId === 'later')).to.equal(false);
+    } finally {
+      hanging.splice(0).forEach((resolve) => resolve());
+      await pump.stop();
+    }
+  });
+
+  it('never exceeds a workspace limit when a put takes while a fill is under way', async () => {
+    const memory = createMemoryRetrySchedule();
+    // A take that answers late, as a loaded Redis does: puts land while it is under way.
+    let slowTakes = true;
+    const slow: RetrySchedule = {
+      ...memory,
+      takeDue: async (...args) => {
+        const taken = await memory.takeDue(...args);
+        if (slowTakes) await new Promise((resolve) => setTimeout(resolve, 30));
+        return taken;
+      },
+    };
+    const { pump, hanging, most, started } = pumpOver(slow, { perSubscription: 16, perWorkspace: 4 });
+    for (let i = 0; i < 4; i++) await memory.put(entry(`old-${i}`, `a${i}`));
+    pump.start();
+    try {
+      // The fill's take has granted workspace a its 4 and not answered yet: the puts find no room.
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      await Promise.all(Array.from({ length: 6 }, (_, i) => pump.put([entry(`new-${i}`, `a${i % 3}`)])));
+      await eventually('the fill answered', () => started.length >= 4);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(most.get('a')).to.equal(4);
+      slowTakes = false;
+      // Each attempt that ends lets one more in: all ten run, never more than four at once.
+      while (started.length < 10) {
+        const before = started.length;
+        hanging.shift()?.();
+        await eventually('the next attempt', () => started.length === before + 1);
+      }
+      expect(most.get('a')).to.equal(4);
+      expect(new Set(started.map((e) => e.deliveryId)).size).to.equal(10);
     } finally {
       hanging.splice(0).forEach((resolve) => resolve());
       await pump.stop();

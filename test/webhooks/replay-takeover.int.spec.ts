@@ -82,7 +82,7 @@ const REPLAY = 'r'.repeat(32);
   it('sends each replayed delivery that the dead driver recorded and never put in the schedule, once, and completes the replay', async () => {
     const EVENTS = 3;
     const replay = await requestReplay(EVENTS);
-    const killed = dispatcher({ ...schedule, put: () => Promise.reject(new Error('killed before its put')) });
+    const killed = dispatcher({ ...schedule, put: () => Promise.reject(new Error('killed before its put')), putAndTake: () => Promise.reject(new Error('killed before its put')) });
     const outcome = await drive(killed, replay).then(String, (error: unknown) => String(error));
     expect(outcome).to.contain('killed before its put');
     expect(await scheduledSteps(), 'every replayed delivery recorded').to.equal(EVENTS);
@@ -102,9 +102,9 @@ const REPLAY = 'r'.repeat(32);
     // More than the replay's window: the first page is put, then the driver loses its lease.
     const EVENTS = 12;
     const replay = await requestReplay(EVENTS);
-    // It takes nothing from the schedule (a put kicks its pump even unstarted): its entries stay
-    // unclaimed, as a driver's that died after its puts.
-    const first = dispatcher({ ...schedule, takeDue: async () => [] });
+    // It takes nothing from the schedule (a put takes, and kicks its pump, even unstarted): its
+    // entries stay unclaimed, as a driver's that died after its puts.
+    const first = dispatcher({ ...schedule, takeDue: async () => [], putAndTake: async (entries) => (await schedule.put(...entries), []) });
     expect(await drive(first, replay, 1)).to.equal('interrupted');
     const put = await scheduledSteps();
     expect(put).to.be.within(1, EVENTS - 1);

@@ -195,6 +195,71 @@ export const retryScheduleContract = (name: string, factory: (() => Promise<Retr
       expect(taken).to.have.length(4);
     });
 
+    it("puts and takes in one step: the due entries of the subscriptions put only, each one's retries and earlier entries first, within room and limit", async () => {
+      const { schedule, other } = fixture;
+      await schedule.put({ deliveryId: 'old', subscriptionId: 's', dueAt: 5, round: 1 });
+      await schedule.put({ deliveryId: 'r', subscriptionId: 's', dueAt: 8, round: 1, retry: true });
+      await schedule.put({ deliveryId: 'elsewhere', subscriptionId: 'u', dueAt: 1, round: 1 });
+      const asked: string[] = [];
+      const room = (subscriptionId: string) => {
+        asked.push(subscriptionId);
+        return subscriptionId === 's' ? 2 : 10;
+      };
+      const put = [
+        { deliveryId: 'n1', subscriptionId: 's', dueAt: 10, round: 1 },
+        { deliveryId: 'n2', subscriptionId: 't', dueAt: 10, round: 1 },
+        { deliveryId: 'n3', subscriptionId: 's', dueAt: 10, round: 1 },
+        { deliveryId: 'later', subscriptionId: 't', dueAt: 90, round: 1 },
+      ];
+      expect(unmarked(await schedule.putAndTake(put, 10, 10, room))).to.deep.equal([
+        { deliveryId: 'r', subscriptionId: 's', dueAt: 8, round: 1, retry: true },
+        { deliveryId: 'old', subscriptionId: 's', dueAt: 5, round: 1 },
+        { deliveryId: 'n2', subscriptionId: 't', dueAt: 10, round: 1 },
+      ]);
+      expect(asked).to.deep.equal(['s', 't']);
+      // Left: s's new ones (no room), u's (not put), t's not due yet; the taken ones are no one else's.
+      expect(await schedule.size()).to.equal(4);
+      expect(await schedule.nextDueAt()).to.equal(1);
+      expect(ids(await other.takeDue(100, 10, unlimited)).sort()).to.deep.equal(['elsewhere', 'later', 'n1', 'n3']);
+      // The limit counts across subscriptions; none is taken without room.
+      await schedule.put({ deliveryId: 'r2', subscriptionId: 's', dueAt: 50, round: 1, retry: true });
+      expect(ids(await schedule.putAndTake([{ deliveryId: 'n4', subscriptionId: 's', dueAt: 60, round: 1 }], 60, 1, unlimited))).to.deep.equal(['r2']);
+      expect(await schedule.putAndTake([{ deliveryId: 'n5', subscriptionId: 's', dueAt: 60, round: 1 }], 60, 5, () => 0)).to.deep.equal([]);
+      expect(ids(await schedule.takeDue(100, 10, unlimited))).to.deep.equal(['n4', 'n5']);
+    });
+
+    it('puts and takes a fan-out larger than one script of the shared schedule, in due order', async () => {
+      const put = Array.from({ length: 300 }, (_, i) => ({ deliveryId: `d${i}`, subscriptionId: `s${i % 3}`, dueAt: i, round: 1 }));
+      const taken = await fixture.schedule.putAndTake(put, 1_000, 1_000, unlimited);
+      expect(ids(taken).sort()).to.deep.equal(ids(put).sort());
+      for (const s of ['s0', 's1', 's2']) {
+        const dues = taken.filter((e) => e.subscriptionId === s).map((e) => e.dueAt);
+        expect(dues).to.deep.equal([...dues].sort((a, b) => a - b));
+      }
+      expect(await fixture.schedule.size()).to.equal(0);
+    });
+
+    it('charges a pool what its subscriptions take, not what each could: one due each, ten subscriptions fit a pool of ten', async () => {
+      const { schedule } = fixture;
+      const put = Array.from({ length: 12 }, (_, i) => ({ deliveryId: `d${i}`, subscriptionId: `${i < 10 ? 'a' : 'b'}${i}`, dueAt: i, round: 1 }));
+      const asked: string[] = [];
+      const pools = {
+        of: (subscriptionId: string) => subscriptionId.slice(0, 1),
+        room: (pool: string) => {
+          asked.push(pool);
+          return pool === 'a' ? 10 : 1;
+        },
+      };
+      await schedule.put(...put.slice(0, 6));
+      // Each subscription may take 16: granted up front, a pool of 10 would serve the first one alone.
+      expect(ids(await schedule.takeDue(100, 100, () => 16, pools))).to.deep.equal(['d0', 'd1', 'd2', 'd3', 'd4', 'd5']);
+      expect(asked, 'each pool asked once per take').to.deep.equal(['a']);
+      // A put's take charges its pools the same way: a's four fit, b's pool holds one of its two.
+      expect(ids(await schedule.putAndTake(put.slice(6), 100, 100, () => 16, pools)).sort()).to.deep.equal(['d10', 'd6', 'd7', 'd8', 'd9']);
+      expect(ids(await schedule.takeDue(100, 100, () => 16, { of: pools.of, room: () => 0 }))).to.deep.equal([]);
+      expect(ids(await schedule.takeDue(100, 100, () => 16))).to.deep.equal(['d11']);
+    });
+
     it('hands each entry to one taker when two take at once', async () => {
       for (let i = 0; i < 40; i++) await fixture.schedule.put({ deliveryId: `d${i}`, subscriptionId: `s${i % 4}`, dueAt: i, round: 1 });
       const takers = [fixture.schedule, fixture.other, fixture.schedule, fixture.other];
@@ -212,7 +277,7 @@ export const retryScheduleContract = (name: string, factory: (() => Promise<Retr
               id: fc.integer({ min: 0, max: 30 }),
               due: fc.integer({ min: 0, max: 100 }),
               round: fc.integer({ min: 1, max: 3 }),
-              op: fc.constantFrom('put', 'offer', 'remove', 'remove-round', 'take'),
+              op: fc.constantFrom('put', 'offer', 'remove', 'remove-round', 'take', 'put-take'),
               retry: fc.boolean(),
             }),
             { maxLength: 60 },
@@ -224,8 +289,8 @@ export const retryScheduleContract = (name: string, factory: (() => Promise<Retr
               const expected = new Map<string, { due: number; round: number; retry: boolean; sub: string }>();
               // A taken entry is under way: adapters differ on what an offer does then (a claim, or none), so it is left alone.
               const taken = new Set<string>();
-              const take = async (now: number): Promise<number> => {
-                const batch = await schedule.takeDue(now, 3, () => room);
+              /** Checks a take's entries at `now` against what is expected, and forgets them; how many there were. */
+              const took = (batch: readonly DueAttempt[], now: number): number => {
                 for (const e of batch) {
                   const known = expected.get(e.deliveryId);
                   expect(e.dueAt).to.be.at.most(now).and.equal(known?.due);
@@ -242,6 +307,7 @@ export const retryScheduleContract = (name: string, factory: (() => Promise<Retr
                 }
                 return batch.length;
               };
+              const take = async (now: number): Promise<number> => took(await schedule.takeDue(now, 3, () => room), now);
               for (const op of ops) {
                 const id = `d${op.id}`;
                 const known = expected.get(id);
@@ -254,6 +320,10 @@ export const retryScheduleContract = (name: string, factory: (() => Promise<Retr
                   await schedule.remove(id, op.round);
                   // An entry of a later round stays.
                   if ((known?.round ?? 0) <= op.round) expected.delete(id);
+                } else if (op.op === 'put-take') {
+                  const entry = { deliveryId: id, subscriptionId: `s${op.id % 4}`, dueAt: op.due, round: op.round, ...(op.retry ? { retry: true as const } : {}) };
+                  expected.set(id, { due: op.due, round: op.round, retry: op.retry, sub: entry.subscriptionId });
+                  took(await schedule.putAndTake([entry], op.due, 3, () => room), op.due);
                 } else {
                   const sub = `s${op.id % 4}`;
                   await schedule[op.op]({ deliveryId: id, subscriptionId: sub, dueAt: op.due, round: op.round, ...(op.retry ? { retry: true } : {}) });

@@ -180,6 +180,8 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
   const bySubscription = new Map<string, Set<string>>();
   /** Live deliveries this dispatcher scheduled whose first attempt has not started: replays wait for them. */
   const liveUnattempted = new Set<string>();
+  /** Events whose fan-out is under way: the backlog's oldest due time counts them from their commit. */
+  const fanningOut = new Set<RecordedEvent>();
   /** Deliveries already in the log for events a restart replays. */
   const known = new Set<string>();
   const bodies = new Map<number, Promise<Buffer | null>>();
@@ -217,7 +219,8 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
       }
     }
     const entries = due.map(({ p, at }) => dueAttempt(p.delivery, at));
-    await (how === 'put' ? schedule.put(...entries) : Promise.all(entries.map((entry) => schedule.offer(entry))));
+    if (how === 'put') return pump.put(entries);
+    await Promise.all(entries.map((entry) => schedule.offer(entry)));
     pump.kick();
   };
 
@@ -504,15 +507,20 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
       const unknown = targets
         .map((subscription) => ({ subscriptionId: subscription.id, deliveryId: deliveryIdOf(event.id, subscription.id) }))
         .filter(({ deliveryId }) => !pending.has(deliveryId) && !known.delete(deliveryId));
-      const recorded = await recordedBefore(unknown);
-      const fresh = unknown.filter((_, i) => recorded[i] !== true);
-      await scheduleNew(
-        event,
-        body,
-        fresh.map(({ subscriptionId, deliveryId }) => ({ kind: 'schedule', deliveryId, subscriptionId, eventId: event.id, eventType: event.type, eventPosition: event.position, fannedOutThrough, at })),
-      );
-      // An event fanned out again after a restart, its deliveries already recorded, is not counted twice.
-      if (fresh.length > 0) punctuality.fannedOut(at - event.offset);
+      fanningOut.add(event);
+      try {
+        const recorded = await recordedBefore(unknown);
+        const fresh = unknown.filter((_, i) => recorded[i] !== true);
+        await scheduleNew(
+          event,
+          body,
+          fresh.map(({ subscriptionId, deliveryId }) => ({ kind: 'schedule', deliveryId, subscriptionId, eventId: event.id, eventType: event.type, eventPosition: event.position, fannedOutThrough, at })),
+        );
+        // An event fanned out again after a restart, its deliveries already recorded, is not counted twice.
+        if (fresh.length > 0) punctuality.fannedOut(at - event.offset);
+      } finally {
+        fanningOut.delete(event);
+      }
     },
 
     async replay(event, subscription, replayId) {
@@ -588,7 +596,13 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
       await offerWaiting(found);
     },
 
-    backlog: async () => ({ waiting: await schedule.size(), oldestDueAt: await schedule.nextDueAt() }),
+    async backlog() {
+      const [waiting, nextDueAt] = [await schedule.size(), await schedule.nextDueAt()];
+      // An event whose fan-out is under way has first attempts due since its commit, not in the schedule yet.
+      let oldestDueAt = nextDueAt;
+      for (const event of fanningOut) oldestDueAt = Math.min(oldestDueAt ?? Infinity, event.offset as number);
+      return { waiting, oldestDueAt };
+    },
     punctuality: async () => punctuality.figures(),
     start: () => pump.start(),
 

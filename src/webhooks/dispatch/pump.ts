@@ -2,10 +2,13 @@
 // per subscription (maxInFlightPerSubscription) and per workspace (maxInFlightPerWorkspace). A
 // subscription at its limit, or whose workspace is at its limit, is skipped, not waited for: a slow or
 // dead endpoint only ever holds its own slots, and one workspace's endpoints only their workspace's.
+// A take charges a workspace what its subscriptions take (the schedule's pools), not their limits.
 // Woken by new entries, by a finished attempt, by a timer set to the next due time, and, when the
 // schedule is shared with other dispatchers (whose puts do not wake this one), every `wakeEveryMs`.
+// New entries due now are taken as they are put (`put`), without waiting for a take of their own.
+// One take at a time (a fill's or a put's): each counts what the one before it set in flight.
 import type { MicrosClock } from '../../log/clock.js';
-import type { DueAttempt, RetrySchedule } from './retry-schedule.js';
+import type { DueAttempt, RetrySchedule, SharedRoom } from './retry-schedule.js';
 
 export interface PumpOptions {
   readonly schedule: RetrySchedule;
@@ -24,6 +27,8 @@ export interface Pump {
   /** Takes what is due now and from then on. */
   start(): void;
   kick(): void;
+  /** Puts the entries into the schedule and, those due now, takes there and then as far as there is room. */
+  put(entries: readonly DueAttempt[]): Promise<void>;
   /** Attempts in flight now. */
   load(): number;
   /** Takes nothing more; resolves once the attempts in flight have settled. */
@@ -53,22 +58,23 @@ export const createPump = (options: PumpOptions): Pump => {
     else counts.set(key, n);
   };
 
-  /**
-   * The room of each subscription for one take. The schedule asks once per subscription and may take
-   * up to the room granted, so what is granted to one subscription is charged to its workspace at
-   * once: the workspace's other subscriptions get only what is left. (A subscription granted more
-   * than it had due leaves the rest to the next take, which counts what is really in flight.)
-   */
-  const roomForTake = (): ((subscriptionId: string) => number) => {
-    const granted = new Map<string, number>();
-    return (subscriptionId) => {
-      const own = maxInFlightPerSubscription - (perSubscription.get(subscriptionId) ?? 0);
-      const workspace = workspaceOf(subscriptionId);
-      if (workspace === undefined) return own;
-      const room = Math.max(0, Math.min(own, maxInFlightPerWorkspace - (perWorkspace.get(workspace) ?? 0) - (granted.get(workspace) ?? 0)));
-      count(granted, workspace, room);
-      return room;
-    };
+  /** A subscription's room, and its workspace's (the pool its subscriptions share), from what is in flight. */
+  const room = (subscriptionId: string): number => maxInFlightPerSubscription - (perSubscription.get(subscriptionId) ?? 0);
+  const workspaces: SharedRoom = { of: workspaceOf, room: (workspace) => maxInFlightPerWorkspace - (perWorkspace.get(workspace) ?? 0) };
+
+  /** The take under way, if any: the next one waits for it, and for its attempts to be in flight. */
+  let taking: Promise<unknown> = Promise.resolve();
+
+  /** Runs one take for the room left and launches what it brought; how many were asked and how many came. */
+  const takeWith = (take: (limit: number) => Promise<DueAttempt[]>): Promise<{ asked: number; taken: number }> => {
+    const turn = taking.then(async () => {
+      const asked = Math.max(0, maxInFlight - running.size);
+      const due = await take(asked);
+      due.forEach(launch);
+      return { asked, taken: due.length };
+    });
+    taking = turn.catch(() => undefined);
+    return turn;
   };
 
   const launch = (entry: DueAttempt): void => {
@@ -98,13 +104,10 @@ export const createPump = (options: PumpOptions): Pump => {
   const fill = async (): Promise<void> => {
     let lookedAt = clock();
     while (!stopped && running.size < maxInFlight) {
-      lookedAt = clock();
-      const asked = maxInFlight - running.size;
-      const due = await schedule.takeDue(lookedAt, asked, roomForTake());
-      due.forEach(launch);
+      const { asked, taken } = await takeWith(async (limit) => (limit === 0 ? [] : schedule.takeDue((lookedAt = clock()), limit, room, workspaces)));
       // Fewer than asked: nothing else was due with room, and another take now would find the same
       // (a shared schedule's round trip for nothing). What is put meanwhile kicks a fill of its own.
-      if (due.length < asked) break;
+      if (taken < asked) break;
     }
     arm(await schedule.nextDueAt(), lookedAt);
   };
@@ -145,7 +148,46 @@ export const createPump = (options: PumpOptions): Pump => {
     });
   }
 
+  /** Puts waiting for the take under way: they go in one putAndTake when it is done. */
+  interface QueuedPuts {
+    readonly entries: DueAttempt[];
+    readonly waiters: { resolve(): void; reject(error: unknown): void }[];
+  }
+  let queued: QueuedPuts | null = null;
+
+  /**
+   * Entries due now are taken along with the put, with the puts made while the take before was under
+   * way (one round trip for all of them, as a group commit); one left for lack of room kicks a fill,
+   * which takes it once there is room. Entries none of which is due yet are only put (and kick, for
+   * the timer of the next due time).
+   */
+  const put = async (entries: readonly DueAttempt[]): Promise<void> => {
+    if (stopped || !entries.some((entry) => entry.dueAt <= clock())) {
+      await schedule.put(...entries);
+      kick();
+      return;
+    }
+    if (queued === null) {
+      const batch: QueuedPuts = { entries: [], waiters: [] };
+      queued = batch;
+      takeWith((limit) => {
+        if (queued === batch) queued = null;
+        return schedule.putAndTake(batch.entries, clock(), limit, room, workspaces);
+      }).then(
+        ({ taken }) => {
+          if (taken < batch.entries.length) kick();
+          batch.waiters.forEach((waiter) => waiter.resolve());
+        },
+        (error: unknown) => batch.waiters.forEach((waiter) => waiter.reject(error)),
+      );
+    }
+    const batch = queued;
+    batch.entries.push(...entries);
+    await new Promise<void>((resolve, reject) => batch.waiters.push({ resolve, reject }));
+  };
+
   return {
+    put,
     start() {
       if (options.wakeEveryMs !== undefined && ticker === null && !stopped) ticker = setInterval(kick, options.wakeEveryMs);
       kick();

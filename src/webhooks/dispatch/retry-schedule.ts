@@ -28,6 +28,17 @@ export interface DueAttempt {
   readonly ownPut?: true;
 }
 
+/**
+ * Room that subscriptions share in a take (a workspace's): `of` names a subscription's pool (none:
+ * undefined), `room` a pool's room, asked once per pool and take. A take charges a pool what its
+ * subscriptions take, not what each could have taken: ten subscriptions with an attempt due each
+ * share a pool of 64 whole, where granting each its own room of 16 up front would serve four.
+ */
+export interface SharedRoom {
+  of(subscriptionId: string): string | undefined;
+  room(pool: string): number;
+}
+
 export interface RetrySchedule {
   /**
    * The owner's move: adds each delivery's next attempt, or moves it (settling a claim) when the
@@ -47,10 +58,17 @@ export interface RetrySchedule {
   /**
    * Removes and returns up to `limit` entries due at `now`: subscriptions with a retry due first,
    * then by their earliest due entry; within a subscription its retries before its first attempts,
-   * each earliest first; at most `room(subscriptionId)` entries of each subscription. `room` is asked at most once per subscription and take, so the caller may count
-   * what it grants (per workspace, say).
+   * each earliest first; at most `room(subscriptionId)` entries of each subscription, and of the
+   * subscriptions of one pool (`pools`) together at most its room. `room` is asked at most once per
+   * subscription and take, so the caller may count what it grants.
    */
-  takeDue(now: number, limit: number, room: (subscriptionId: string) => number): Promise<DueAttempt[]>;
+  takeDue(now: number, limit: number, room: (subscriptionId: string) => number, pools?: SharedRoom): Promise<DueAttempt[]>;
+  /**
+   * put(), then a take (as takeDue) of the entries' subscriptions only, in one step: a fan-out's new
+   * attempts are taken by the dispatcher that puts them without a take of its own (a shared
+   * schedule's two round trips). What the subscriptions had due before comes first, as in a take.
+   */
+  putAndTake(entries: readonly DueAttempt[], now: number, limit: number, room: (subscriptionId: string) => number, pools?: SharedRoom): Promise<DueAttempt[]>;
   /** The earliest due time (µs), or null when nothing is scheduled. */
   nextDueAt(): Promise<number | null>;
   size(): Promise<number>;

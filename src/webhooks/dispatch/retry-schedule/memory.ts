@@ -4,7 +4,7 @@
 // heap item whose version is no longer the delivery's current one is skipped when it surfaces. There
 // are no claims: the one dispatcher that takes an entry holds the delivery itself until it is
 // settled, so an offer after the take adds it again.
-import type { DueAttempt, RetrySchedule } from '../retry-schedule.js';
+import type { DueAttempt, RetrySchedule, SharedRoom } from '../retry-schedule.js';
 import { createHeap, type Heap } from './heap.js';
 
 interface Item {
@@ -131,8 +131,40 @@ export const createMemoryRetrySchedule = (): RetrySchedule => {
     byHead.joined(entry.subscriptionId, entry.dueAt);
   };
 
+  /**
+   * One take's room: `take` moves up to the subscription's room of its lane's due entries (fewer
+   * when its pool has less left, or `taken` reaches `limit`) into `taken`, charging the pool.
+   */
+  const takeRoom = (now: number, limit: number, room: (subscriptionId: string) => number, pools: SharedRoom | undefined, taken: DueAttempt[]) => {
+    const left = new Map<string, number>();
+    return (subscriptionId: string, lane: Lane): void => {
+      const pool = pools?.of(subscriptionId);
+      if (pool !== undefined && !left.has(pool)) left.set(pool, (pools as SharedRoom).room(pool));
+      let n = Math.min(room(subscriptionId), pool === undefined ? Infinity : (left.get(pool) as number));
+      for (; n > 0 && taken.length < limit; n--) {
+        const item = dueHeap(lane, now)?.pop();
+        if (item === undefined) break;
+        current.delete(item.entry.deliveryId);
+        taken.push(item.entry);
+        if (pool !== undefined) left.set(pool, (left.get(pool) as number) - 1);
+      }
+    };
+  };
+
   return {
     put: async (...entries) => entries.forEach(put),
+    putAndTake: async (entries, now, limit, room, pools) => {
+      entries.forEach(put);
+      const taken: DueAttempt[] = [];
+      const take = takeRoom(now, limit, room, pools, taken);
+      for (const subscriptionId of new Set(entries.map((entry) => entry.subscriptionId))) {
+        const lane = lanes.get(subscriptionId);
+        if (lane === undefined || taken.length >= limit) continue;
+        take(subscriptionId, lane);
+        reindex(subscriptionId, lane);
+      }
+      return taken;
+    },
     offer: async (entry) => {
       if ((current.get(entry.deliveryId)?.round ?? 0) < entry.round) put(entry);
     },
@@ -140,8 +172,9 @@ export const createMemoryRetrySchedule = (): RetrySchedule => {
       if (round !== undefined && (current.get(deliveryId)?.round ?? 0) > round) return;
       current.delete(deliveryId);
     },
-    takeDue: async (now, limit, room) => {
+    takeDue: async (now, limit, room, pools) => {
       const taken: DueAttempt[] = [];
+      const take = takeRoom(now, limit, room, pools, taken);
       const visited = new Set<string>();
       // Subscriptions with a retry due first: when the room (a workspace's, say) is short, retries get it.
       for (const index of [byRetry, byHead]) {
@@ -151,12 +184,7 @@ export const createMemoryRetrySchedule = (): RetrySchedule => {
           index.pop(first.subscriptionId);
           if (visited.has(first.subscriptionId)) continue;
           visited.add(first.subscriptionId);
-          for (let left = room(first.subscriptionId); left > 0 && taken.length < limit; left--) {
-            const item = dueHeap(first.lane, now)?.pop();
-            if (item === undefined) break;
-            current.delete(item.entry.deliveryId);
-            taken.push(item.entry);
-          }
+          take(first.subscriptionId, first.lane);
         }
       }
       // Lanes skipped for lack of room go back into the indexes only now, so each is visited once.

@@ -15,7 +15,7 @@
 import type { Redis } from 'ioredis';
 import { createRedisClient, redisReady } from '../../../shared/redis.js';
 import { randomId } from '../../../shared/ids.js';
-import type { DueAttempt, SharedRetrySchedule } from '../retry-schedule.js';
+import type { DueAttempt, SharedRetrySchedule, SharedRoom } from '../retry-schedule.js';
 
 // KEYS: entries (hash id → "dueAt subscriptionId round kind[ owner]"), lanes (zset), claimed (zset id →
 // lease end), epoch (string); ARGV[1]: the prefix of the other keys (per subscription, and the
@@ -55,6 +55,44 @@ local function schedule(id, sub, due, round, retry, owner)
   redis.call('ZADD', lane(sub, retry), due, id)
   reindex(sub)
 end
+-- ARGV[from..to]: id, subscriptionId, dueAt, round, kind of each entry.
+local function putEntries(owner, from, to)
+  for i = from, to, 5 do
+    unschedule(ARGV[i])
+    schedule(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4] == 'r', owner)
+  end
+end
+-- ARGV[from]: how many pools, then each pool's room, then subscriptionId, room, pool (its number, 0
+-- for none) triples. A pool is charged what its subscriptions take. Returns each id claimed, then its
+-- entry as stored.
+local function claim(now, leaseEnd, limit, from)
+  local out, left, pools, npools = {}, limit, {}, tonumber(ARGV[from])
+  for p = 1, npools do pools[p] = tonumber(ARGV[from + p]) end
+  for i = from + npools + 1, #ARGV, 3 do
+    if left <= 0 then break end
+    local sub, pool, took = ARGV[i], tonumber(ARGV[i + 2]), false
+    local room = math.min(tonumber(ARGV[i + 1]), left, pool > 0 and pools[pool] or left)
+    for _, key in ipairs({ lane(sub, true), lane(sub, false) }) do
+      if room <= 0 then break end
+      local due = redis.call('ZRANGEBYSCORE', key, '-inf', now, 'LIMIT', 0, room)
+      for _, id in ipairs(due) do
+        redis.call('ZREM', key, id)
+        took = true
+        -- An id without its entry was removed by a dispatcher of the previous release, which knew one lane only: dropped.
+        local v = redis.call('HGET', entries, id)
+        if v then
+          redis.call('ZADD', claimed, leaseEnd, id)
+          out[#out + 1] = id
+          out[#out + 1] = v
+          room, left = room - 1, left - 1
+          if pool > 0 then pools[pool] = pools[pool] - 1 end
+        end
+      end
+    end
+    if took then reindex(sub) end
+  end
+  return out
+end
 local function epoch(candidate)
   local current = redis.call('GET', epochKey)
   if current then return current end
@@ -66,10 +104,13 @@ end
 const SCRIPTS = {
   // ARGV: prefix, owner, then id, subscriptionId, dueAt, round, kind of each entry
   retryPut: `
-for i = 3, #ARGV, 5 do
-  unschedule(ARGV[i])
-  schedule(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4] == 'r', ARGV[2])
-end`,
+putEntries(ARGV[2], 3, #ARGV)`,
+  // ARGV: prefix, owner, now, leaseEnd, limit, how many entry fields follow, the entries (as retryPut's),
+  // then the pools and subscriptions as retryClaim's. Returns what retryClaim returns.
+  retryPutClaim: `
+local last = 6 + tonumber(ARGV[6])
+putEntries(ARGV[2], 7, last)
+return claim(ARGV[3], ARGV[4], tonumber(ARGV[5]), last + 1)`,
   // ARGV: prefix, id, subscriptionId, dueAt, round, kind. An entry of this round or a later one stays, scheduled or claimed.
   retryOffer: `
 local v = redis.call('HGET', entries, ARGV[2])
@@ -107,31 +148,9 @@ for _, id in ipairs(redis.call('ZRANGEBYSCORE', claimed, '-inf', ARGV[2])) do
   end
 end
 return epoch(ARGV[3])`,
-  // ARGV: prefix, now, leaseEnd, limit, then subscriptionId, room pairs. Returns each id, then its entry as stored.
+  // ARGV: prefix, now, leaseEnd, limit, then the pools and subscriptions (claim above). Returns each id, then its entry as stored.
   retryClaim: `
-local out, left = {}, tonumber(ARGV[4])
-for i = 5, #ARGV, 2 do
-  if left <= 0 then break end
-  local sub, room, took = ARGV[i], math.min(tonumber(ARGV[i + 1]), left), false
-  for _, key in ipairs({ lane(sub, true), lane(sub, false) }) do
-    if room <= 0 then break end
-    local due = redis.call('ZRANGEBYSCORE', key, '-inf', ARGV[2], 'LIMIT', 0, room)
-    for _, id in ipairs(due) do
-      redis.call('ZREM', key, id)
-      took = true
-      -- An id without its entry was removed by a dispatcher of the previous release, which knew one lane only: dropped.
-      local v = redis.call('HGET', entries, id)
-      if v then
-        redis.call('ZADD', claimed, ARGV[3], id)
-        out[#out + 1] = id
-        out[#out + 1] = v
-        room, left = room - 1, left - 1
-      end
-    end
-  end
-  if took then reindex(sub) end
-end
-return out`,
+return claim(ARGV[2], ARGV[3], tonumber(ARGV[4]), 5)`,
 } as const;
 
 const kind = (entry: DueAttempt): 'r' | 'f' => (entry.retry === true ? 'r' : 'f');
@@ -211,29 +230,69 @@ export const createRedisRetrySchedule = (options: RedisRetryScheduleOptions): Sh
   const duePage = (index: string, now: number, offset: number): [string, ...string[]] => ['zrangebyscore', index, '-inf', String(now), 'LIMIT', String(offset), String(LANE_PAGE)];
 
   /**
+   * The claim scripts' arguments for the subscriptions `offered` (subscriptionId, room
+   * pairs): their pools' rooms, each asked once, then subscriptionId, room, pool triples.
+   */
+  const claimArgs = (offered: readonly (readonly [string, number])[], pools: SharedRoom | undefined): string[] => {
+    const numbers = new Map<string, number>();
+    const rooms: string[] = [];
+    const triples = offered.flatMap(([subscriptionId, room]) => {
+      const pool = pools?.of(subscriptionId);
+      if (pool !== undefined && !numbers.has(pool)) {
+        numbers.set(pool, numbers.size + 1);
+        rooms.push(String((pools as SharedRoom).room(pool)));
+      }
+      return [subscriptionId, String(room), String(pool === undefined ? 0 : numbers.get(pool))];
+    });
+    return [String(rooms.length), ...rooms, ...triples];
+  };
+
+  /**
    * Due subscriptions, those with a retry due first, then earliest first, with the room the caller
    * grants each (asked once per subscription); stops once `limit` subscriptions have room. `firstPages`:
    * each index's first page, read with the release (one round trip for a take of up to LANE_PAGE lanes).
    */
-  const grants = async (now: number, limit: number, room: (subscriptionId: string) => number, firstPages: readonly [string[], string[]]): Promise<string[]> => {
-    const out: string[] = [];
+  const grants = async (now: number, limit: number, room: (subscriptionId: string) => number, firstPages: readonly [string[], string[]]): Promise<[string, number][]> => {
+    const out: [string, number][] = [];
     const asked = new Set<string>();
-    let granted = 0;
     for (const [i, index] of [retryLanes, keys[1]].entries()) {
-      for (let offset = 0; granted < limit; offset += LANE_PAGE) {
+      for (let offset = 0; out.length < limit; offset += LANE_PAGE) {
         const page = offset === 0 ? (firstPages[i] as string[]) : ((await client.call(...duePage(index, now, offset))) as string[]);
         for (const subscriptionId of page) {
           if (asked.has(subscriptionId)) continue;
           asked.add(subscriptionId);
           const n = Math.min(room(subscriptionId), limit);
-          if (n <= 0) continue;
-          out.push(subscriptionId, String(n));
-          granted++;
+          if (n > 0) out.push([subscriptionId, n]);
         }
         if (page.length < LANE_PAGE) break;
       }
     }
     return out;
+  };
+
+  const fieldsOf = (entries: readonly DueAttempt[]): string[] =>
+    entries.flatMap((entry) => [entry.deliveryId, entry.subscriptionId, String(entry.dueAt), String(entry.round), kind(entry)]);
+
+  const put = async (entries: readonly DueAttempt[]): Promise<void> => {
+    sendRemovals();
+    for (let start = 0; start < entries.length; start += ENTRIES_PER_SCRIPT) await client.retryPut(...keys, lanePrefix, owner, ...fieldsOf(entries.slice(start, start + ENTRIES_PER_SCRIPT)));
+  };
+
+  /** A claim script's reply (each id, then its entry as stored) as the entries taken. */
+  const claimedOf = (flat: readonly string[]): DueAttempt[] => {
+    const taken: DueAttempt[] = [];
+    for (let i = 0; i + 1 < flat.length; i += 2) {
+      const [dueAt, subscriptionId, round, entryKind, putBy] = (flat[i + 1] as string).split(' ');
+      const entry: DueAttempt = {
+        deliveryId: flat[i] as string,
+        subscriptionId: subscriptionId as string,
+        dueAt: Number(dueAt),
+        round: Number(round),
+        ...(entryKind === 'r' ? { retry: true } : {}),
+      };
+      taken.push(putBy === owner ? { ...entry, ownPut: true } : entry);
+    }
+    return taken;
   };
 
   return {
@@ -246,12 +305,19 @@ export const createRedisRetrySchedule = (options: RedisRetryScheduleOptions): Sh
     onLost(listener) {
       reseed = listener;
     },
-    async put(...entries) {
+    put: (...entries) => put(entries),
+    async putAndTake(entries, now, limit, room, pools) {
+      // The last script's worth of entries goes with the claim; any before it are put first.
+      const head = entries.length - (((entries.length - 1) % ENTRIES_PER_SCRIPT) + 1);
+      await put(entries.slice(0, head));
       sendRemovals();
-      for (let start = 0; start < entries.length; start += ENTRIES_PER_SCRIPT) {
-        const fields = entries.slice(start, start + ENTRIES_PER_SCRIPT).flatMap((entry) => [entry.deliveryId, entry.subscriptionId, String(entry.dueAt), String(entry.round), kind(entry)]);
-        await client.retryPut(...keys, lanePrefix, owner, ...fields);
-      }
+      const offered = [...new Set(entries.map((entry) => entry.subscriptionId))].flatMap((subscriptionId): [string, number][] => {
+        const n = Math.min(room(subscriptionId), limit);
+        return n > 0 ? [[subscriptionId, n]] : [];
+      });
+      const fields = fieldsOf(entries.slice(head));
+      const flat = (await client.retryPutClaim(...keys, lanePrefix, owner, String(now), String(now + leaseUs), String(limit), String(fields.length), ...fields, ...claimArgs(offered, pools))) as string[];
+      return claimedOf(flat);
     },
     async offer(entry) {
       sendRemovals();
@@ -266,7 +332,7 @@ export const createRedisRetrySchedule = (options: RedisRetryScheduleOptions): Sh
         removals.push({ fields: [deliveryId, round === undefined ? '' : String(round)], resolve, reject });
       });
     },
-    async takeDue(now, limit, room) {
+    async takeDue(now, limit, room, pools) {
       sendRemovals();
       // One round trip (with the claim, two per take): claims whose lease ran out go back to their lanes,
       // then the due lanes are read. Each round trip waits for a turn of a loaded dispatcher's event
@@ -283,20 +349,7 @@ export const createRedisRetrySchedule = (options: RedisRetryScheduleOptions): Sh
       compare(epoch);
       const offered = await grants(now, limit, room, [retryPage as string[], lanePage as string[]]);
       if (offered.length === 0) return [];
-      const flat = (await client.retryClaim(...keys, lanePrefix, String(now), String(now + leaseUs), String(limit), ...offered)) as string[];
-      const taken: DueAttempt[] = [];
-      for (let i = 0; i + 1 < flat.length; i += 2) {
-        const [dueAt, subscriptionId, round, entryKind, putBy] = (flat[i + 1] as string).split(' ');
-        const entry: DueAttempt = {
-          deliveryId: flat[i] as string,
-          subscriptionId: subscriptionId as string,
-          dueAt: Number(dueAt),
-          round: Number(round),
-          ...(entryKind === 'r' ? { retry: true } : {}),
-        };
-        taken.push(putBy === owner ? { ...entry, ownPut: true } : entry);
-      }
-      return taken;
+      return claimedOf((await client.retryClaim(...keys, lanePrefix, String(now), String(now + leaseUs), String(limit), ...claimArgs(offered, pools))) as string[]);
     },
     // A lease's end counts as a due time: a dispatcher must wake then to take over a dead one's claims.
     async nextDueAt() {

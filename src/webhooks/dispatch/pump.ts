@@ -5,7 +5,7 @@
 // A take charges a workspace what its subscriptions take (the schedule's pools), not their limits.
 // Woken by new entries, by a finished attempt, by a timer set to the next due time, and, when the
 // schedule is shared with other dispatchers (whose puts do not wake this one), every `wakeEveryMs`.
-// New entries due now are taken as they are put (`put`), without waiting for a take of their own.
+// New entries due now may be taken as they are put (`put`), without waiting for a take of their own.
 // One take at a time (a fill's or a put's): each counts what the one before it set in flight.
 import type { MicrosClock } from '../../log/clock.js';
 import type { DueAttempt, RetrySchedule, SharedRoom } from './retry-schedule.js';

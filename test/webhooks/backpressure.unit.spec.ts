@@ -10,6 +10,8 @@ import {
   eventLoopBusy,
   presses,
   readBackpressure,
+  RELEASE_GROWTH,
+  RELEASE_STEP,
   sharedDeadline,
   signalBackpressure,
 } from '../../src/webhooks/dispatch/backpressure.js';
@@ -173,7 +175,7 @@ describe('webhook delivery backpressure (unit)', () => {
     shared.press(0);
     expect(request.pressing(), 'earlier writes still wait').to.equal(true);
     const late = request.eased(60_000).then(() => order.push(20));
-    // One look (5 ms) lets four go: after the first look some but not all have gone.
+    // A look (5 ms) lets a few go: after the first one some but not all have gone.
     await eventuallyTrue(() => order.length > 0);
     expect(order.length).to.be.within(1, 8);
     await Promise.all([...held, late]);
@@ -190,16 +192,18 @@ describe('webhook delivery backpressure (unit)', () => {
     const held = Array.from({ length: 200 }, () => request.eased(60_000).then(() => released++));
     now += 50;
     const seen: number[] = [];
-    // 8, then 10 more, 12 more... : 200 are gone by the twelfth look (8 + 10 + ... + 30 = 209).
+    // RELEASE_STEP, then RELEASE_GROWTH more at each next look (2, 3, 4...: 200 gone by the nineteenth).
     while (released < 200) {
       const before = released;
       await new Promise((resolve) => setImmediate(resolve));
       if (released > before) seen.push(released);
     }
     await Promise.all(held);
-    expect(seen[0], 'the first look').to.equal(8);
-    expect(seen[1], 'the second look').to.equal(18);
-    expect(seen.length, 'looks').to.equal(12);
+    expect(seen[0], 'the first look').to.equal(RELEASE_STEP);
+    expect(seen[1], 'the second look').to.equal(2 * RELEASE_STEP + RELEASE_GROWTH);
+    let looks = 0;
+    for (let gone = 0; gone < 200; looks++) gone += RELEASE_STEP + looks * RELEASE_GROWTH;
+    expect(seen.length, 'looks').to.equal(looks);
     expect(request.pressing()).to.equal(false);
     let passed = false;
     await request.eased(60_000).then(() => (passed = true));
@@ -215,7 +219,7 @@ describe('webhook delivery backpressure (unit)', () => {
     let left = false;
     const leaving = request.eased(60_000, gone.signal).then(() => (left = true));
     let released = 0;
-    const held = Array.from({ length: 8 }, () => request.eased(60_000).then(() => released++));
+    const held = Array.from({ length: RELEASE_STEP }, () => request.eased(60_000).then(() => released++));
     await sleep(20);
     gone.abort();
     await leaving;
@@ -223,9 +227,9 @@ describe('webhook delivery backpressure (unit)', () => {
     expect(released, 'the others still held').to.equal(0);
     expect(request.pressing()).to.equal(true);
     now += 50;
-    // The first look lets eight go: the eight still waiting, none of its places spent on the one that left.
+    // The first look lets RELEASE_STEP go: those still waiting, none of its places spent on the one that left.
     await eventuallyTrue(() => released > 0);
-    expect(released).to.equal(8);
+    expect(released).to.equal(RELEASE_STEP);
     await Promise.all(held);
     let passed = false;
     await request.eased(60_000, AbortSignal.abort()).then(() => (passed = true));

@@ -123,14 +123,15 @@ export interface RequestSide {
 const RECHECK_MS = 5;
 /**
  * Once the engine no longer presses, the requests held go a few at each look, the longest held first,
- * and new writes wait behind them: 8 at the first look, 2 more at each next one (a press starts over
- * at 8), so the release soon outruns any rate of writes and the queue ends. All at once, the 64
+ * and new writes wait behind them: 2 at the first look, 1 more at each next one (a press starts over
+ * at 2), so the release soon outruns any rate of writes and the queue ends. All at once, the 64
  * writers of a burst went together and owed the engine their 640 deliveries at the same instant: the
  * last of them waited for the others, and the engine pressed again at once. How fast the release
- * grows trades the lag for the rate (RELIABILITY.md, "Backpressure").
+ * grows trades the lag for the rate (RELIABILITY.md, "Backpressure"): 8 and 2 more a look let
+ * 60 writers go within five looks, a wave the distributed roles took 200 ms and more to deliver.
  */
-const RELEASE_STEP = 8;
-const RELEASE_GROWTH = 2;
+export const RELEASE_STEP = 2;
+export const RELEASE_GROWTH = 1;
 
 /** The request side over a deadline: one timer looks for every held request while any waits. */
 export const readBackpressure = (deadline: Deadline, nowMs: () => number = Date.now): RequestSide => {

@@ -600,7 +600,8 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
     },
 
     async backlog() {
-      const [waiting, nextDueAt] = [await schedule.size(), await schedule.nextDueAt()];
+      // Together: a shared schedule answers both in one round trip (backpressure asks every 20 ms while busy).
+      const [waiting, nextDueAt] = await Promise.all([schedule.size(), schedule.nextDueAt()]);
       // An event whose fan-out is under way has first attempts due since its commit, not in the schedule yet.
       let oldestDueAt = nextDueAt;
       for (const event of fanningOut) oldestDueAt = Math.min(oldestDueAt ?? Infinity, event.offset as number);

@@ -8,7 +8,10 @@
 // thread ran and how long it was ready to run but waited for a core (/proc/PID/task/PID/schedstat):
 // a loop held by its own work runs, one held by the scheduler waits, and one that does neither while
 // it lags is blocked in a system call (an fsync). A slow request whose minute shows none of these
-// waited inside the service, on something other than its event loop.
+// waited inside the service, on something other than its event loop. With the same scrapes, the
+// process's memory (resident, the main thread's heap in use and its worker threads' summed) and the
+// time its main thread spent in major (mark-compact) GC: whether a lag that grows over a long run
+// follows a heap that grows.
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { readFileSync } from 'node:fs';
 import { connect } from 'node:net';
@@ -33,6 +36,14 @@ export interface StallMinute {
   readonly mainThreadRunMaxMs: number | null;
   /** The most it waited for a core in any 2 s. */
   readonly runQueueWaitMaxMs: number | null;
+  /** The most memory the API process held resident, in MB; null when no scrape answered. */
+  readonly rssMaxMb: number | null;
+  /** The most heap its main thread had in use, in MB. */
+  readonly heapUsedMaxMb: number | null;
+  /** The most heap its worker threads had in use together, in MB. */
+  readonly workerHeapUsedMaxMb: number | null;
+  /** ms its main thread spent in major GC between the minute's first and last scrapes. */
+  readonly majorGcMs: number | null;
 }
 
 /** ns the thread has run and waited on a run queue so far, or null (/proc/PID/task/TID/schedstat: on-CPU, waiting, slices). */
@@ -72,6 +83,13 @@ const connectMs = (port: number): Promise<number> =>
   });
 
 const LAG_MAX = /^nodejs_eventloop_lag_max_seconds (\S+)$/m;
+const RSS = /^process_resident_memory_bytes (\S+)$/m;
+const HEAP_USED = /^nodejs_heap_size_used_bytes (\S+)$/m;
+const WORKER_HEAP_USED = /^nodejs_worker_heap_size_used_bytes\{[^}]*\} (\S+)$/gm;
+const MAJOR_GC_SECONDS = /^nodejs_gc_duration_seconds_sum\{kind="major"\} (\S+)$/m;
+const mb = (bytes: number) => Math.round(bytes / 1e5) / 10;
+/** The larger of a figure so far (null: none yet) and a scraped one. */
+const larger = (so: number | null, seen: number) => Math.max(so ?? 0, seen);
 
 export interface StallWatch {
   /** Stops sampling; one entry per minute from the start. */
@@ -82,9 +100,35 @@ export interface StallWatch {
 export const watchStalls = (apiUrl: string, adminToken: string, apiPid?: number): StallWatch => {
   const startedMs = Date.now();
   const minuteOf = () => Math.floor((Date.now() - startedMs) / 60_000);
-  const minutes: { loopLagMaxMs: number | null; connectMaxMs: number; overflowsAtStart: number | null; clientConnects: number; runMaxNs: number | null; waitMaxNs: number | null }[] = [];
+  const minutes: {
+    loopLagMaxMs: number | null;
+    connectMaxMs: number;
+    overflowsAtStart: number | null;
+    clientConnects: number;
+    runMaxNs: number | null;
+    waitMaxNs: number | null;
+    rssMax: number | null;
+    heapMax: number | null;
+    workerHeapMax: number | null;
+    /** The major GC seconds at the minute's first and last scrapes. */
+    gcFirst: number | null;
+    gcLast: number | null;
+  }[] = [];
   const minute = (m: number) => {
-    while (minutes.length <= m) minutes.push({ loopLagMaxMs: null, connectMaxMs: 0, overflowsAtStart: listenOverflows(), clientConnects: 0, runMaxNs: null, waitMaxNs: null });
+    while (minutes.length <= m)
+      minutes.push({
+        loopLagMaxMs: null,
+        connectMaxMs: 0,
+        overflowsAtStart: listenOverflows(),
+        clientConnects: 0,
+        runMaxNs: null,
+        waitMaxNs: null,
+        rssMax: null,
+        heapMax: null,
+        workerHeapMax: null,
+        gcFirst: null,
+        gcLast: null,
+      });
     return minutes[m] as (typeof minutes)[number];
   };
   /** The main thread's schedstat at the last STRETCH_SAMPLES + 1 probes. */
@@ -122,11 +166,25 @@ export const watchStalls = (apiUrl: string, adminToken: string, apiPid?: number)
       track(
         metricsText(apiUrl, adminToken, AbortSignal.timeout(30_000))
           .then((text) => {
-            const match = LAG_MAX.exec(text);
-            // Whatever the scrape waited for, the delay it reports happened before it answered: in this minute or the last.
-            if (match === null) return;
             const m = minute(minuteOf());
-            m.loopLagMaxMs = Math.max(m.loopLagMaxMs ?? 0, Number(match[1]) * 1000);
+            const figure = (pattern: RegExp) => {
+              const match = pattern.exec(text);
+              return match === null ? null : Number(match[1]);
+            };
+            // Whatever the scrape waited for, the delay it reports happened before it answered: in this minute or the last.
+            const lag = figure(LAG_MAX);
+            if (lag !== null) m.loopLagMaxMs = larger(m.loopLagMaxMs, lag * 1000);
+            const rss = figure(RSS);
+            if (rss !== null) m.rssMax = larger(m.rssMax, rss);
+            const heap = figure(HEAP_USED);
+            if (heap !== null) m.heapMax = larger(m.heapMax, heap);
+            const workers = [...text.matchAll(WORKER_HEAP_USED)].reduce((sum, match) => sum + Number(match[1]), 0);
+            m.workerHeapMax = larger(m.workerHeapMax, workers);
+            const gc = figure(MAJOR_GC_SECONDS);
+            if (gc !== null) {
+              m.gcFirst ??= gc;
+              m.gcLast = gc;
+            }
           })
           .catch(() => {}),
       ),
@@ -148,6 +206,10 @@ export const watchStalls = (apiUrl: string, adminToken: string, apiPid?: number)
           clientConnects: m.clientConnects,
           mainThreadRunMaxMs: m.runMaxNs === null ? null : Math.round(m.runMaxNs / 1e6),
           runQueueWaitMaxMs: m.waitMaxNs === null ? null : Math.round(m.waitMaxNs / 1e6),
+          rssMaxMb: m.rssMax === null ? null : mb(m.rssMax),
+          heapUsedMaxMb: m.heapMax === null ? null : mb(m.heapMax),
+          workerHeapUsedMaxMb: m.workerHeapMax === null ? null : mb(m.workerHeapMax),
+          majorGcMs: m.gcFirst === null || m.gcLast === null ? null : Math.round((m.gcLast - m.gcFirst) * 1000),
         };
       });
     },

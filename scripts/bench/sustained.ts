@@ -377,7 +377,9 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
         `minute ${m + 1}: commit → first attempt p50 ${q.p50} ms, p99 ${q.p99} ms (${q.n} deliveries); API p99 ${apiPerMinute[m]?.p99} ms, ` +
           `max ${apiPerMinute[m]?.max} ms; API event loop lag max ${stallMinutes[m]?.loopLagMaxMs} ms, bare connect max ${stallMinutes[m]?.connectMaxMs} ms, ` +
           `listen overflows ${stallMinutes[m]?.listenOverflows}, client connects ${stallMinutes[m]?.clientConnects}, ` +
-          `API main thread at most ${stallMinutes[m]?.mainThreadRunMaxMs} ms run and ${stallMinutes[m]?.runQueueWaitMaxMs} ms waiting for a core in 2 s`,
+          `API main thread at most ${stallMinutes[m]?.mainThreadRunMaxMs} ms run and ${stallMinutes[m]?.runQueueWaitMaxMs} ms waiting for a core in 2 s; ` +
+          `API memory at most ${stallMinutes[m]?.rssMaxMb} MB resident, heap ${stallMinutes[m]?.heapUsedMaxMb} MB (workers ${stallMinutes[m]?.workerHeapUsedMaxMb} MB), ` +
+          `${stallMinutes[m]?.majorGcMs} ms in major GC`,
       ),
     );
 
@@ -436,6 +438,10 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
       listen_overflows_by_minute: stallMinutes.map((m) => m.listenOverflows).join(' '),
       api_main_thread_run_max_ms_by_minute: stallMinutes.map((m) => m.mainThreadRunMaxMs).join(' '),
       api_run_queue_wait_max_ms_by_minute: stallMinutes.map((m) => m.runQueueWaitMaxMs).join(' '),
+      api_rss_max_mb_by_minute: stallMinutes.map((m) => m.rssMaxMb).join(' '),
+      api_heap_used_max_mb_by_minute: stallMinutes.map((m) => m.heapUsedMaxMb).join(' '),
+      api_worker_heap_used_max_mb_by_minute: stallMinutes.map((m) => m.workerHeapUsedMaxMb).join(' '),
+      api_major_gc_ms_by_minute: stallMinutes.map((m) => m.majorGcMs).join(' '),
       long_poll_items: polled,
       ...startup,
     };

@@ -10,8 +10,11 @@ import {
   eventLoopBusy,
   presses,
   readBackpressure,
+  RELEASE_DECREASE,
+  RELEASE_FLOOR,
   RELEASE_GROWTH,
-  RELEASE_STEP,
+  RELEASE_START,
+  releasePace,
   sharedDeadline,
   signalBackpressure,
 } from '../../src/webhooks/dispatch/backpressure.js';
@@ -192,34 +195,101 @@ describe('webhook delivery backpressure (unit)', () => {
     const held = Array.from({ length: 200 }, () => request.eased(60_000).then(() => released++));
     now += 50;
     const seen: number[] = [];
-    // RELEASE_STEP, then RELEASE_GROWTH more at each next look (2, 3, 4...: 200 gone by the nineteenth).
     while (released < 200) {
       const before = released;
       await new Promise((resolve) => setImmediate(resolve));
-      if (released > before) seen.push(released);
+      if (released > before) seen.push(released - before);
     }
     await Promise.all(held);
-    expect(seen[0], 'the first look').to.equal(RELEASE_STEP);
-    expect(seen[1], 'the second look').to.equal(2 * RELEASE_STEP + RELEASE_GROWTH);
-    let looks = 0;
-    for (let gone = 0; gone < 200; looks++) gone += RELEASE_STEP + looks * RELEASE_GROWTH;
-    expect(seen.length, 'looks').to.equal(looks);
+    expect(seen[0], 'the first look').to.equal(RELEASE_START);
+    // What the pace lets go, look by look, with no press: the same arithmetic as releasePace's.
+    const pace = releasePace();
+    const expected: number[] = [];
+    for (let left = 200; left > 0; ) {
+      const going = pace(false, left);
+      left -= going;
+      if (going > 0) expected.push(going);
+    }
+    expect(seen, 'each look lets the pace go').to.deep.equal(expected);
+    expect(seen.at(-2), 'more at the end than at the start').to.be.greaterThan(RELEASE_START);
     expect(request.pressing()).to.equal(false);
     let passed = false;
     await request.eased(60_000).then(() => (passed = true));
     expect(passed, 'a new write passes once none waits').to.equal(true);
   });
 
+  describe('the pace of the release', () => {
+    /** What `pace` lets go over `looks` looks with `waiting` held and nothing pressing. */
+    const unpressed = (pace: ReturnType<typeof releasePace>, looks: number, waiting = 1_000_000) => Array.from({ length: looks }, () => pace(false, waiting));
+
+    it('starts at RELEASE_START a look and grows by RELEASE_GROWTH a look, fractions carried to the next', () => {
+      const gone = unpressed(releasePace(), 100);
+      expect(gone[0]).to.equal(RELEASE_START);
+      // After n looks, the sum of the paces so far, whole writes only.
+      let sum = 0;
+      gone.forEach((_, n) => {
+        sum += RELEASE_START + n * RELEASE_GROWTH;
+        const total = gone.slice(0, n + 1).reduce((a, b) => a + b, 0);
+        expect(total, `after look ${n + 1}`).to.be.within(Math.floor(sum + 1e-9) - 1, Math.floor(sum + 1e-9));
+      });
+    });
+
+    it('lowers the pace once when a press begins, however long it lasts, lets none go while it does, and grows again after it', () => {
+      const pace = releasePace();
+      unpressed(pace, 100);
+      const before = RELEASE_START + 100 * RELEASE_GROWTH;
+      for (let i = 0; i < 10; i++) expect(pace(true, 1000), 'while pressed').to.equal(0);
+      const after = unpressed(pace, 40);
+      expect(after[0], 'RELEASE_DECREASE of the pace before the press, not RELEASE_START again').to.equal(Math.floor(before * RELEASE_DECREASE));
+      // 40 looks from the lowered pace, growing as before.
+      const expected = 40 * before * RELEASE_DECREASE + ((40 * 39) / 2) * RELEASE_GROWTH;
+      expect(after.reduce((a, b) => a + b, 0)).to.be.within(Math.floor(expected) - 1, Math.ceil(expected));
+    });
+
+    it('never goes below RELEASE_FLOOR a look, however many presses', () => {
+      const pace = releasePace();
+      // Each press lowers the pace, and no look in between grows it (none waits).
+      for (let i = 0; i < 50; i++) {
+        pace(true, 1000);
+        pace(false, 0);
+      }
+      pace(true, 1000);
+      // At the floor: a write within 1 / RELEASE_FLOOR looks, and few.
+      const gone = unpressed(pace, Math.ceil(1 / RELEASE_FLOOR));
+      expect(gone.reduce((a, b) => a + b, 0)).to.be.within(1, 2);
+    });
+
+    it('does not grow while each look empties the queue, nor bank what it did not use', () => {
+      const pace = releasePace();
+      expect(unpressed(pace, 200, 1), 'one waiting at each look').to.deep.equal(Array.from({ length: 200 }, () => 1));
+      // The pace is still RELEASE_START: a queue now goes at RELEASE_START, not at 200 looks of growth or credit.
+      expect(pace(false, 1000)).to.equal(RELEASE_START);
+    });
+
+    it('lets go no more than wait, and nothing when none waits', () => {
+      fc.assert(
+        fc.property(fc.array(fc.tuple(fc.boolean(), fc.nat(100)), { maxLength: 300 }), (looks) => {
+          const pace = releasePace();
+          return looks.every(([pressed, waiting]) => {
+            const going = pace(pressed, waiting);
+            return Number.isInteger(going) && going >= 0 && going <= waiting && (!pressed || going === 0);
+          });
+        }),
+      );
+    });
+  });
+
   it('lets a held request whose client left go at once, its place in the release to the next', async () => {
     let now = 1_000_000;
     const shared = sharedDeadline(createBackpressureBuffer(), () => now);
-    const request = readBackpressure(shared, () => now);
+    // Two a look once the press ends, whatever the pace has learnt.
+    const request = readBackpressure(shared, () => now, (pressed, waiting) => (pressed ? 0 : Math.min(2, waiting)));
     shared.press(50);
     const gone = new AbortController();
     let left = false;
     const leaving = request.eased(60_000, gone.signal).then(() => (left = true));
     let released = 0;
-    const held = Array.from({ length: RELEASE_STEP }, () => request.eased(60_000).then(() => released++));
+    const held = Array.from({ length: 3 }, () => request.eased(60_000).then(() => released++));
     await sleep(20);
     gone.abort();
     await leaving;
@@ -227,9 +297,9 @@ describe('webhook delivery backpressure (unit)', () => {
     expect(released, 'the others still held').to.equal(0);
     expect(request.pressing()).to.equal(true);
     now += 50;
-    // The first look lets RELEASE_STEP go: those still waiting, none of its places spent on the one that left.
+    // The first look lets two go, both still waiting: none of its places spent on the one that left.
     await eventuallyTrue(() => released > 0);
-    expect(released).to.equal(RELEASE_STEP);
+    expect(released).to.equal(2);
     await Promise.all(held);
     let passed = false;
     await request.eased(60_000, AbortSignal.abort()).then(() => (passed = true));

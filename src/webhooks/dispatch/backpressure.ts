@@ -123,33 +123,54 @@ export interface RequestSide {
 const RECHECK_MS = 5;
 /**
  * Once the engine no longer presses, the requests held go a few at each look, the longest held first,
- * and new writes wait behind them: 2 at the first look, 1 more at each next one (a press starts over
- * at 2), so the release soon outruns any rate of writes and the queue ends. All at once, the 64
- * writers of a burst went together and owed the engine their 640 deliveries at the same instant: the
- * last of them waited for the others, and the engine pressed again at once. How fast the release
- * grows trades the lag for the rate (RELIABILITY.md, "Backpressure"): 8 and 2 more a look let
- * 60 writers go within five looks, a wave the distributed roles took 200 ms and more to deliver.
+ * and new writes wait behind them, at a pace the release learns as TCP learns its window (additive
+ * increase, multiplicative decrease): RELEASE_START a look at first, RELEASE_GROWTH more after each
+ * look that left some waiting, and RELEASE_DECREASE of it from the look a press begins (never below
+ * RELEASE_FLOOR; fractions carry over to the next look). So after a press it goes on a little below
+ * the pace that made the engine late, and stays near what the engine delivers, where a pace that
+ * started over at 2 after every press and grew by 1 a look outran the engine within a few looks: a
+ * wave of writes that reached it together, each owing it 10 deliveries, and the last of the wave
+ * delivered 200 ms and more after its commit. Halving at a press cut the lag as well but wasted more
+ * of the engine (RELIABILITY.md, "Backpressure"). All at once, the 64 writers of a burst went
+ * together and the engine pressed again at once. Growth stops while the queue empties at each look,
+ * so a pace that a quiet spell never used does not build up.
  */
-export const RELEASE_STEP = 2;
-export const RELEASE_GROWTH = 1;
+export const RELEASE_START = 2;
+export const RELEASE_GROWTH = 0.05;
+export const RELEASE_DECREASE = 0.8;
+export const RELEASE_FLOOR = 0.2;
 
-/** The request side over a deadline: one timer looks for every held request while any waits. */
-export const readBackpressure = (deadline: Deadline, nowMs: () => number = Date.now): RequestSide => {
+/** How many held writes each look lets go: `look(pressed, waiting)`, called once a look. */
+export const releasePace = (): ((pressed: boolean, waiting: number) => number) => {
+  let pace = RELEASE_START;
+  let credit = 0;
+  let wasPressed = false;
+  return (pressed, waiting) => {
+    if (pressed && !wasPressed) pace = Math.max(RELEASE_FLOOR, pace * RELEASE_DECREASE);
+    wasPressed = pressed;
+    if (pressed) {
+      credit = 0;
+      return 0;
+    }
+    credit += pace;
+    const going = Math.min(waiting, Math.floor(credit));
+    if (going < waiting) {
+      credit -= going;
+      pace += RELEASE_GROWTH;
+    } else credit = 0;
+    return going;
+  };
+};
+
+/** The request side over a deadline: one timer looks for every held request while any waits; `pace` says how many go a look. */
+export const readBackpressure = (deadline: Deadline, nowMs: () => number = Date.now, pace = releasePace()): RequestSide => {
   // In the order they came: a Set iterates in insertion order.
   const waiting = new Set<{ readonly until: number; readonly done: () => void }>();
-  let step = RELEASE_STEP;
   let timer: NodeJS.Timeout | null = null;
   const pressed = (): boolean => nowMs() < deadline.read();
   const release = (all: boolean): void => {
     const now = nowMs();
-    let left = Infinity;
-    if (!all && pressed()) {
-      left = 0;
-      step = RELEASE_STEP;
-    } else if (!all) {
-      left = step;
-      step += RELEASE_GROWTH;
-    }
+    let left = all ? Infinity : pace(pressed(), waiting.size);
     for (const waiter of waiting) {
       // Past its bound, a request goes whatever else holds.
       if (now < waiter.until) {
@@ -162,7 +183,6 @@ export const readBackpressure = (deadline: Deadline, nowMs: () => number = Date.
     if (waiting.size === 0 && timer !== null) {
       clearInterval(timer);
       timer = null;
-      step = RELEASE_STEP;
     }
   };
   const pressing = (): boolean => waiting.size > 0 || pressed();

@@ -180,7 +180,8 @@ export const watchStalls = (apiUrl: string, adminToken: string, apiPid?: number)
             if (heap !== null) m.heapMax = larger(m.heapMax, heap);
             const workers = [...text.matchAll(WORKER_HEAP_USED)].reduce((sum, match) => sum + Number(match[1]), 0);
             m.workerHeapMax = larger(m.workerHeapMax, workers);
-            const gc = figure(MAJOR_GC_SECONDS);
+            // No series yet: no major GC yet (prom-client adds a kind at its first).
+            const gc = figure(MAJOR_GC_SECONDS) ?? (lag === null ? null : 0);
             if (gc !== null) {
               m.gcFirst ??= gc;
               m.gcLast = gc;

@@ -11,9 +11,10 @@
 // waited inside the service, on something other than its event loop. With the same scrapes, the
 // process's memory (resident, the main thread's heap in use and its worker threads' summed) and the
 // time its main thread spent in major (mark-compact) GC: whether a lag that grows over a long run
-// follows a heap that grows.
+// follows a heap that grows. And the CPU each of its threads took in the minute, by thread name
+// (/proc/PID/task/*/stat): whether one thread's work grows with the history.
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { metricsText } from './engine-punctuality.js';
 
@@ -44,6 +45,8 @@ export interface StallMinute {
   readonly workerHeapUsedMaxMb: number | null;
   /** ms its main thread spent in major GC between the minute's first and last scrapes. */
   readonly majorGcMs: number | null;
+  /** CPU seconds its threads took in the minute, by thread name (threads of one name summed), most first. */
+  readonly threadCpuS: Readonly<Record<string, number>>;
 }
 
 /** ns the thread has run and waited on a run queue so far, or null (/proc/PID/task/TID/schedstat: on-CPU, waiting, slices). */
@@ -54,6 +57,31 @@ export const schedstat = (pid: number): { run: number; wait: number } | null => 
   } catch {
     return null;
   }
+};
+
+/** Clock ticks a second in /proc's CPU times (USER_HZ: 100 on Linux's common builds). */
+const TICKS_PER_S = 100;
+
+/** CPU seconds each thread of `pid` has taken so far, by thread id, with its name (/proc/PID/task/TID/stat: utime and stime). */
+const threadTimes = (pid: number): Map<string, { name: string; cpuS: number }> => {
+  const times = new Map<string, { name: string; cpuS: number }>();
+  let tids: string[];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return times;
+  }
+  for (const tid of tids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      // The name is in parentheses and may hold spaces: the fields after it are counted from its end.
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      times.set(tid, { name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), cpuS: (Number(fields[11]) + Number(fields[12])) / TICKS_PER_S });
+    } catch {
+      // The thread ended meanwhile.
+    }
+  }
+  return times;
 };
 
 /** The machine's listen-queue overflows so far, or null. */
@@ -96,6 +124,13 @@ export interface StallWatch {
   stop(): Promise<StallMinute[]>;
 }
 
+/** CPU seconds by thread name between two samples of the same threads (a thread's first sample in the minute counts from there). */
+const threadCpu = (first: ReadonlyMap<string, { name: string; cpuS: number }>, last: ReadonlyMap<string, { name: string; cpuS: number }>): Record<string, number> => {
+  const byName = new Map<string, number>();
+  for (const [tid, end] of last) byName.set(end.name, (byName.get(end.name) ?? 0) + end.cpuS - (first.get(tid)?.cpuS ?? end.cpuS));
+  return Object.fromEntries([...byName].filter(([, s]) => s >= 0.05).sort((a, b) => b[1] - a[1]).map(([name, s]) => [name, Math.round(s * 10) / 10]));
+};
+
 /** Samples until `stop()`, from now on, by minute; `apiPid`: the API process, whose main thread's waits for a core are read. */
 export const watchStalls = (apiUrl: string, adminToken: string, apiPid?: number): StallWatch => {
   const startedMs = Date.now();
@@ -113,6 +148,9 @@ export const watchStalls = (apiUrl: string, adminToken: string, apiPid?: number)
     /** The major GC seconds at the minute's first and last scrapes. */
     gcFirst: number | null;
     gcLast: number | null;
+    /** Each thread's CPU seconds at its first sample in the minute, and at its last. */
+    threadsFirst: Map<string, { name: string; cpuS: number }>;
+    threadsLast: Map<string, { name: string; cpuS: number }>;
   }[] = [];
   const minute = (m: number) => {
     while (minutes.length <= m)
@@ -128,11 +166,21 @@ export const watchStalls = (apiUrl: string, adminToken: string, apiPid?: number)
         workerHeapMax: null,
         gcFirst: null,
         gcLast: null,
+        threadsFirst: new Map(),
+        threadsLast: new Map(),
       });
     return minutes[m] as (typeof minutes)[number];
   };
   /** The main thread's schedstat at the last STRETCH_SAMPLES + 1 probes. */
   const samples: { run: number; wait: number }[] = [];
+  const sampleThreads = () => {
+    if (apiPid === undefined) return;
+    const m = minute(minuteOf());
+    for (const [tid, time] of threadTimes(apiPid)) {
+      if (!m.threadsFirst.has(tid)) m.threadsFirst.set(tid, time);
+      m.threadsLast.set(tid, time);
+    }
+  };
   const sampleScheduling = () => {
     const now = apiPid === undefined ? null : schedstat(apiPid);
     if (now === null) return;
@@ -154,6 +202,7 @@ export const watchStalls = (apiUrl: string, adminToken: string, apiPid?: number)
   };
   const probe = setInterval(() => {
     sampleScheduling();
+    sampleThreads();
     track(
       connectMs(port).then((ms) => {
         const m = minute(minuteOf());
@@ -211,6 +260,7 @@ export const watchStalls = (apiUrl: string, adminToken: string, apiPid?: number)
           heapUsedMaxMb: m.heapMax === null ? null : mb(m.heapMax),
           workerHeapUsedMaxMb: m.workerHeapMax === null ? null : mb(m.workerHeapMax),
           majorGcMs: m.gcFirst === null || m.gcLast === null ? null : Math.round((m.gcLast - m.gcFirst) * 1000),
+          threadCpuS: threadCpu(m.threadsFirst, m.threadsLast),
         };
       });
     },

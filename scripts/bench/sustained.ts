@@ -379,7 +379,7 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
           `listen overflows ${stallMinutes[m]?.listenOverflows}, client connects ${stallMinutes[m]?.clientConnects}, ` +
           `API main thread at most ${stallMinutes[m]?.mainThreadRunMaxMs} ms run and ${stallMinutes[m]?.runQueueWaitMaxMs} ms waiting for a core in 2 s; ` +
           `API memory at most ${stallMinutes[m]?.rssMaxMb} MB resident, heap ${stallMinutes[m]?.heapUsedMaxMb} MB (workers ${stallMinutes[m]?.workerHeapUsedMaxMb} MB), ` +
-          `${stallMinutes[m]?.majorGcMs} ms in major GC`,
+          `${stallMinutes[m]?.majorGcMs} ms in major GC; CPU s by thread ${Object.entries(stallMinutes[m]?.threadCpuS ?? {}).map(([name, s]) => `${name} ${s}`).join(', ')}`,
       ),
     );
 
@@ -442,6 +442,7 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
       api_heap_used_max_mb_by_minute: stallMinutes.map((m) => m.heapUsedMaxMb).join(' '),
       api_worker_heap_used_max_mb_by_minute: stallMinutes.map((m) => m.workerHeapUsedMaxMb).join(' '),
       api_major_gc_ms_by_minute: stallMinutes.map((m) => m.majorGcMs).join(' '),
+      api_thread_cpu_s_by_minute: stallMinutes.map((m) => Object.entries(m.threadCpuS).map(([name, s]) => `${name.replaceAll(' ', '_')}=${s}`).join(',')).join(' '),
       long_poll_items: polled,
       ...startup,
     };

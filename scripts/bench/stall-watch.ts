@@ -12,7 +12,8 @@
 // process's memory (resident, the main thread's heap in use and its worker threads' summed) and the
 // time its main thread spent in major (mark-compact) GC: whether a lag that grows over a long run
 // follows a heap that grows. And the CPU each of its threads took in the minute, by thread name
-// (/proc/PID/task/*/stat): whether one thread's work grows with the history.
+// (/proc/PID/task/*/stat): whether one thread's work grows with the history; and the CPU of the
+// other processes named (the bench's own, its receiver), which share the host's cores with it.
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { readdirSync, readFileSync } from 'node:fs';
 import { connect } from 'node:net';
@@ -47,6 +48,8 @@ export interface StallMinute {
   readonly majorGcMs: number | null;
   /** CPU seconds its threads took in the minute, by thread name (threads of one name summed), most first. */
   readonly threadCpuS: Readonly<Record<string, number>>;
+  /** CPU seconds each other process named took in the minute. */
+  readonly processCpuS: Readonly<Record<string, number>>;
 }
 
 /** ns the thread has run and waited on a run queue so far, or null (/proc/PID/task/TID/schedstat: on-CPU, waiting, slices). */
@@ -62,26 +65,30 @@ export const schedstat = (pid: number): { run: number; wait: number } | null => 
 /** Clock ticks a second in /proc's CPU times (USER_HZ: 100 on Linux's common builds). */
 const TICKS_PER_S = 100;
 
-/** CPU seconds each thread of `pid` has taken so far, by thread id, with its name (/proc/PID/task/TID/stat: utime and stime). */
+/** The name and CPU seconds so far (utime and stime) in a /proc stat file, or null when it cannot be read (the thread or process ended). */
+const statCpu = (file: string): { name: string; cpuS: number } | null => {
+  try {
+    const stat = readFileSync(file, 'utf8');
+    // The name is in parentheses and may hold spaces: the fields after it are counted from its end.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return { name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), cpuS: (Number(fields[11]) + Number(fields[12])) / TICKS_PER_S };
+  } catch {
+    return null;
+  }
+};
+
+/** CPU seconds each thread of `pid` has taken so far, by thread id, with its name. */
 const threadTimes = (pid: number): Map<string, { name: string; cpuS: number }> => {
-  const times = new Map<string, { name: string; cpuS: number }>();
   let tids: string[];
   try {
     tids = readdirSync(`/proc/${pid}/task`);
   } catch {
-    return times;
+    return new Map();
   }
-  for (const tid of tids) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-      // The name is in parentheses and may hold spaces: the fields after it are counted from its end.
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      times.set(tid, { name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), cpuS: (Number(fields[11]) + Number(fields[12])) / TICKS_PER_S });
-    } catch {
-      // The thread ended meanwhile.
-    }
-  }
-  return times;
+  return new Map(tids.flatMap((tid) => {
+    const time = statCpu(`/proc/${pid}/task/${tid}/stat`);
+    return time === null ? [] : [[tid, time] as const];
+  }));
 };
 
 /** The machine's listen-queue overflows so far, or null. */
@@ -124,7 +131,7 @@ export interface StallWatch {
   stop(): Promise<StallMinute[]>;
 }
 
-/** CPU seconds by thread name between two samples of the same threads (a thread's first sample in the minute counts from there). */
+/** CPU seconds by name between two samples of the same threads or processes (one's first sample in the minute counts from there). */
 const threadCpu = (first: ReadonlyMap<string, { name: string; cpuS: number }>, last: ReadonlyMap<string, { name: string; cpuS: number }>): Record<string, number> => {
   const byName = new Map<string, number>();
   for (const [tid, end] of last) byName.set(end.name, (byName.get(end.name) ?? 0) + end.cpuS - (first.get(tid)?.cpuS ?? end.cpuS));
@@ -132,7 +139,7 @@ const threadCpu = (first: ReadonlyMap<string, { name: string; cpuS: number }>, l
 };
 
 /** Samples until `stop()`, from now on, by minute; `apiPid`: the API process, whose main thread's waits for a core are read. */
-export const watchStalls = (apiUrl: string, adminToken: string, apiPid?: number): StallWatch => {
+export const watchStalls = (apiUrl: string, adminToken: string, apiPid?: number, processes: Readonly<Record<string, number>> = {}): StallWatch => {
   const startedMs = Date.now();
   const minuteOf = () => Math.floor((Date.now() - startedMs) / 60_000);
   const minutes: {
@@ -151,6 +158,9 @@ export const watchStalls = (apiUrl: string, adminToken: string, apiPid?: number)
     /** Each thread's CPU seconds at its first sample in the minute, and at its last. */
     threadsFirst: Map<string, { name: string; cpuS: number }>;
     threadsLast: Map<string, { name: string; cpuS: number }>;
+    /** The same for the other processes, by their label. */
+    processesFirst: Map<string, { name: string; cpuS: number }>;
+    processesLast: Map<string, { name: string; cpuS: number }>;
   }[] = [];
   const minute = (m: number) => {
     while (minutes.length <= m)
@@ -168,14 +178,23 @@ export const watchStalls = (apiUrl: string, adminToken: string, apiPid?: number)
         gcLast: null,
         threadsFirst: new Map(),
         threadsLast: new Map(),
+        processesFirst: new Map(),
+        processesLast: new Map(),
       });
     return minutes[m] as (typeof minutes)[number];
   };
   /** The main thread's schedstat at the last STRETCH_SAMPLES + 1 probes. */
   const samples: { run: number; wait: number }[] = [];
   const sampleThreads = () => {
-    if (apiPid === undefined) return;
     const m = minute(minuteOf());
+    for (const [label, pid] of Object.entries(processes)) {
+      const time = statCpu(`/proc/${pid}/stat`);
+      if (time === null) continue;
+      const named = { name: label, cpuS: time.cpuS };
+      if (!m.processesFirst.has(label)) m.processesFirst.set(label, named);
+      m.processesLast.set(label, named);
+    }
+    if (apiPid === undefined) return;
     for (const [tid, time] of threadTimes(apiPid)) {
       if (!m.threadsFirst.has(tid)) m.threadsFirst.set(tid, time);
       m.threadsLast.set(tid, time);
@@ -261,6 +280,7 @@ export const watchStalls = (apiUrl: string, adminToken: string, apiPid?: number)
           workerHeapUsedMaxMb: m.workerHeapMax === null ? null : mb(m.workerHeapMax),
           majorGcMs: m.gcFirst === null || m.gcLast === null ? null : Math.round((m.gcLast - m.gcFirst) * 1000),
           threadCpuS: threadCpu(m.threadsFirst, m.threadsLast),
+          processCpuS: threadCpu(m.processesFirst, m.processesLast),
         };
       });
     },

@@ -75,6 +75,8 @@ const receiverProcess = async (retryDelayMs: number): Promise<void> => {
 
 export interface SustainedReceiver {
   readonly url: string;
+  /** The receiver's process. */
+  readonly pid: number | undefined;
   figures(): Promise<ReceiverFigures>;
   /** How many first attempts of events committed from `sinceMs` arrived (the figures, serialized whole, pause the receiver longer). */
   received(sinceMs: number): Promise<number>;
@@ -86,6 +88,7 @@ export const startSustainedReceiver = async (retryDelayMs: number): Promise<Sust
   const { port } = await next('port');
   return {
     url: `http://127.0.0.1:${port}/hook`,
+    pid: child.pid,
     figures: async () => {
       const reply = next('figures');
       child.send({ figures: true } satisfies ToReceiver);

@@ -44,6 +44,9 @@ const REDIS_PORT = 6396;
 const KAFKA_PORT = 19396;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** CPU seconds by name: for the minute's line, and for a JSON field (one word a minute). */
+const cpuText = (cpu: Readonly<Record<string, number>> | undefined) => Object.entries(cpu ?? {}).map(([name, s]) => `${name} ${s}`).join(', ');
+const cpuField = (cpu: Readonly<Record<string, number>>) => Object.entries(cpu).map(([name, s]) => `${name.replaceAll(' ', '_')}=${s}`).join(',');
 const percentile = (sorted: readonly number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
 const round = (n: number) => Math.round(n * 10) / 10;
 const quantiles = (values: readonly number[]) => {
@@ -333,7 +336,7 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
     const startedMs = Date.now();
     let running = true;
     const pollers = Array.from({ length: LONG_POLLERS }, () => longPoll(url, ws, () => running));
-    const stalls = watchStalls(url, ADMIN, topology.apiPid());
+    const stalls = watchStalls(url, ADMIN, topology.apiPid(), { bench: process.pid, ...(receiver.pid === undefined ? {} : { receiver: receiver.pid }) });
     /** [sent ms, latency ms] of each acknowledged write. */
     const latencies: [number, number][] = [];
     let failed = 0;
@@ -379,7 +382,7 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
           `listen overflows ${stallMinutes[m]?.listenOverflows}, client connects ${stallMinutes[m]?.clientConnects}, ` +
           `API main thread at most ${stallMinutes[m]?.mainThreadRunMaxMs} ms run and ${stallMinutes[m]?.runQueueWaitMaxMs} ms waiting for a core in 2 s; ` +
           `API memory at most ${stallMinutes[m]?.rssMaxMb} MB resident, heap ${stallMinutes[m]?.heapUsedMaxMb} MB (workers ${stallMinutes[m]?.workerHeapUsedMaxMb} MB), ` +
-          `${stallMinutes[m]?.majorGcMs} ms in major GC; CPU s by thread ${Object.entries(stallMinutes[m]?.threadCpuS ?? {}).map(([name, s]) => `${name} ${s}`).join(', ')}`,
+          `${stallMinutes[m]?.majorGcMs} ms in major GC; CPU s by thread ${cpuText(stallMinutes[m]?.threadCpuS)}; beside it ${cpuText(stallMinutes[m]?.processCpuS)}`,
       ),
     );
 
@@ -442,7 +445,8 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
       api_heap_used_max_mb_by_minute: stallMinutes.map((m) => m.heapUsedMaxMb).join(' '),
       api_worker_heap_used_max_mb_by_minute: stallMinutes.map((m) => m.workerHeapUsedMaxMb).join(' '),
       api_major_gc_ms_by_minute: stallMinutes.map((m) => m.majorGcMs).join(' '),
-      api_thread_cpu_s_by_minute: stallMinutes.map((m) => Object.entries(m.threadCpuS).map(([name, s]) => `${name.replaceAll(' ', '_')}=${s}`).join(',')).join(' '),
+      api_thread_cpu_s_by_minute: stallMinutes.map((m) => cpuField(m.threadCpuS)).join(' '),
+      bench_process_cpu_s_by_minute: stallMinutes.map((m) => cpuField(m.processCpuS)).join(' '),
       long_poll_items: polled,
       ...startup,
     };

@@ -36,7 +36,7 @@ const delivered = (id: string, at: number): { type: string; data: JsonObject } =
 });
 
 /** CPU µs per delivery for each STEP of `total`, with ids from `idOf`. */
-const feed = (total: number, idOf: (n: number) => string): { usPerDelivery: number[]; fileMb: number } => {
+const feed = async (total: number, idOf: (n: number) => string): Promise<{ usPerDelivery: number[]; fileMb: number }> => {
   const dir = mkdtempSync(path.join(tmpdir(), 'bench-index-growth-'));
   const file = path.join(dir, 'deliveries.sqlite');
   const index = openSqliteDeliveryIndex({ file });
@@ -69,7 +69,7 @@ const feed = (total: number, idOf: (n: number) => string): { usPerDelivery: numb
     index.commit();
     return { usPerDelivery, fileMb: Math.round(statSync(file).size / 1e6) };
   } finally {
-    void index.close();
+    await index.close();
     rmSync(dir, { recursive: true, force: true });
   }
 };
@@ -78,9 +78,9 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
   const total = opts.long ? 3_000_000 : 1_000_000;
   console.log(`index-growth: ${total} deliveries into the embedded delivery-history index, CPU µs per delivery by ${STEP}`);
   // Counter-first ids: the ceiling, rows on the last pages of the id index.
-  const ordered = feed(total, (n) => `${n.toString(16).padStart(12, '0')}${hex(10)}`);
+  const ordered = await feed(total, (n) => `${n.toString(16).padStart(12, '0')}${hex(10)}`);
   console.log(`ids that grow (ceiling): ${ordered.usPerDelivery.join(', ')} µs per delivery (${ordered.fileMb} MB)`);
-  const hashed = feed(total, () => hex(16));
+  const hashed = await feed(total, () => hex(16));
   console.log(`hashed ids (as delivered): ${hashed.usPerDelivery.join(', ')} µs per delivery (${hashed.fileMb} MB)`);
   const growth = (steps: number[]) => Number(((steps.at(-1) ?? NaN) / (steps[0] ?? NaN)).toFixed(2));
   return {

@@ -44,7 +44,7 @@ export interface StallMinute {
   readonly heapUsedMaxMb: number | null;
   /** The most heap its worker threads had in use together, in MB. */
   readonly workerHeapUsedMaxMb: number | null;
-  /** ms its main thread spent in major GC between the minute's first and last scrapes. */
+  /** ms its main thread spent in major GC from the last scrape before the minute to its last one. */
   readonly majorGcMs: number | null;
   /** CPU seconds its threads took in the minute, by thread name (threads of one name summed), most first. */
   readonly threadCpuS: Readonly<Record<string, number>>;
@@ -131,8 +131,8 @@ export interface StallWatch {
   stop(): Promise<StallMinute[]>;
 }
 
-/** CPU seconds by name between two samples of the same threads or processes (one's first sample in the minute counts from there). */
-const threadCpu = (first: ReadonlyMap<string, { name: string; cpuS: number }>, last: ReadonlyMap<string, { name: string; cpuS: number }>): Record<string, number> => {
+/** CPU seconds by name between two samples of the same threads or processes (one first seen in the minute counts from there). */
+const cpuByName = (first: ReadonlyMap<string, { name: string; cpuS: number }>, last: ReadonlyMap<string, { name: string; cpuS: number }>): Record<string, number> => {
   const byName = new Map<string, number>();
   for (const [tid, end] of last) byName.set(end.name, (byName.get(end.name) ?? 0) + end.cpuS - (first.get(tid)?.cpuS ?? end.cpuS));
   return Object.fromEntries([...byName].filter(([, s]) => s >= 0.05).sort((a, b) => b[1] - a[1]).map(([name, s]) => [name, Math.round(s * 10) / 10]));
@@ -152,10 +152,10 @@ export const watchStalls = (apiUrl: string, adminToken: string, apiPid?: number,
     rssMax: number | null;
     heapMax: number | null;
     workerHeapMax: number | null;
-    /** The major GC seconds at the minute's first and last scrapes. */
+    /** The major GC seconds where the minute starts (the scrape before it) and at its last scrape. */
     gcFirst: number | null;
     gcLast: number | null;
-    /** Each thread's CPU seconds at its first sample in the minute, and at its last. */
+    /** Each thread's CPU seconds where the minute starts (the sample before it), and at its last sample. */
     threadsFirst: Map<string, { name: string; cpuS: number }>;
     threadsLast: Map<string, { name: string; cpuS: number }>;
     /** The same for the other processes, by their label. */
@@ -185,20 +185,24 @@ export const watchStalls = (apiUrl: string, adminToken: string, apiPid?: number,
   };
   /** The main thread's schedstat at the last STRETCH_SAMPLES + 1 probes. */
   const samples: { run: number; wait: number }[] = [];
+  // The last sample before a minute is where the minute starts, so that no stretch between two
+  // samples falls between two minutes.
+  const lastThreads = new Map<string, { name: string; cpuS: number }>();
+  const lastProcesses = new Map<string, { name: string; cpuS: number }>();
+  let lastGc: number | null = null;
   const sampleThreads = () => {
     const m = minute(minuteOf());
+    const seen = (key: string, time: { name: string; cpuS: number }, first: Map<string, { name: string; cpuS: number }>, last: Map<string, { name: string; cpuS: number }>, before: Map<string, { name: string; cpuS: number }>) => {
+      if (!first.has(key)) first.set(key, before.get(key) ?? time);
+      last.set(key, time);
+      before.set(key, time);
+    };
     for (const [label, pid] of Object.entries(processes)) {
       const time = statCpu(`/proc/${pid}/stat`);
-      if (time === null) continue;
-      const named = { name: label, cpuS: time.cpuS };
-      if (!m.processesFirst.has(label)) m.processesFirst.set(label, named);
-      m.processesLast.set(label, named);
+      if (time !== null) seen(label, { name: label, cpuS: time.cpuS }, m.processesFirst, m.processesLast, lastProcesses);
     }
     if (apiPid === undefined) return;
-    for (const [tid, time] of threadTimes(apiPid)) {
-      if (!m.threadsFirst.has(tid)) m.threadsFirst.set(tid, time);
-      m.threadsLast.set(tid, time);
-    }
+    for (const [tid, time] of threadTimes(apiPid)) seen(tid, time, m.threadsFirst, m.threadsLast, lastThreads);
   };
   const sampleScheduling = () => {
     const now = apiPid === undefined ? null : schedstat(apiPid);
@@ -251,8 +255,9 @@ export const watchStalls = (apiUrl: string, adminToken: string, apiPid?: number,
             // No series yet: no major GC yet (prom-client adds a kind at its first).
             const gc = figure(MAJOR_GC_SECONDS) ?? (lag === null ? null : 0);
             if (gc !== null) {
-              m.gcFirst ??= gc;
+              m.gcFirst ??= lastGc ?? gc;
               m.gcLast = gc;
+              lastGc = gc;
             }
           })
           .catch(() => {}),
@@ -279,8 +284,8 @@ export const watchStalls = (apiUrl: string, adminToken: string, apiPid?: number,
           heapUsedMaxMb: m.heapMax === null ? null : mb(m.heapMax),
           workerHeapUsedMaxMb: m.workerHeapMax === null ? null : mb(m.workerHeapMax),
           majorGcMs: m.gcFirst === null || m.gcLast === null ? null : Math.round((m.gcLast - m.gcFirst) * 1000),
-          threadCpuS: threadCpu(m.threadsFirst, m.threadsLast),
-          processCpuS: threadCpu(m.processesFirst, m.processesLast),
+          threadCpuS: cpuByName(m.threadsFirst, m.threadsLast),
+          processCpuS: cpuByName(m.processesFirst, m.processesLast),
         };
       });
     },

@@ -375,9 +375,23 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
       );
     const perMinute = byMinute(inRun.map(([committed, arrived]) => [committed, arrived - committed] as const));
     const apiPerMinute = byMinute(latencies);
+    // Each minute's slowest second of commits, by the wall clock: to set a late minute beside the
+    // logs of the roles, Kafka's (.cache/run/kafka-PORT/server.log) and the host's.
+    const slowestSecond = Array.from({ length: Math.ceil(seconds / 60) }, (_, m) => {
+      const bySecond = new Map<number, number[]>();
+      for (const [committed, arrived] of inRun) {
+        if (committed < startedMs + m * 60_000 || committed >= startedMs + (m + 1) * 60_000) continue;
+        const second = Math.floor(committed / 1000);
+        let lags = bySecond.get(second);
+        if (lags === undefined) bySecond.set(second, (lags = []));
+        lags.push(arrived - committed);
+      }
+      const [second, p99] = [...bySecond].map(([at, lags]) => [at, quantiles(lags).p99] as const).reduce((a, b) => (b[1] > a[1] ? b : a), [0, -1] as const);
+      return p99 < 0 ? null : { at: new Date(second * 1000).toISOString().slice(11, 19), p99 };
+    });
     perMinute.forEach((q, m) =>
       console.error(
-        `minute ${m + 1}: commit → first attempt p50 ${q.p50} ms, p99 ${q.p99} ms (${q.n} deliveries); API p99 ${apiPerMinute[m]?.p99} ms, ` +
+        `minute ${m + 1}: commit → first attempt p50 ${q.p50} ms, p99 ${q.p99} ms (${q.n} deliveries; the slowest second of commits ${slowestSecond[m]?.at ?? '-'} UTC, p99 ${slowestSecond[m]?.p99 ?? '-'} ms); API p99 ${apiPerMinute[m]?.p99} ms, ` +
           `max ${apiPerMinute[m]?.max} ms; API event loop lag max ${stallMinutes[m]?.loopLagMaxMs} ms, bare connect max ${stallMinutes[m]?.connectMaxMs} ms, ` +
           `listen overflows ${stallMinutes[m]?.listenOverflows}, client connects ${stallMinutes[m]?.clientConnects}, ` +
           `API main thread at most ${stallMinutes[m]?.mainThreadRunMaxMs} ms run and ${stallMinutes[m]?.runQueueWaitMaxMs} ms waiting for a core in 2 s; ` +
@@ -417,6 +431,7 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
       first_attempt_p50_ms: lag.p50,
       first_attempt_p99_ms: lag.p99,
       first_attempt_p99_by_minute: perMinute.map((q) => q.p99).join(' '),
+      first_attempt_slowest_second_by_minute: slowestSecond.map((slowest) => (slowest === null ? '-' : `${slowest.at}=${slowest.p99}`)).join(' '),
       retry_late_p50_ms: retries.p50,
       retry_late_p99_ms: retries.p99,
       retries_measured: retries.n,

@@ -27,6 +27,7 @@ import { startService } from '../../src/service.js';
 import { ADMIN, measureFanout, PACED_DELIVERIES_PER_S, round, startArrivals, subscribeReceiver, type Arrivals, type FanoutSetup } from './fanout.js';
 import { engine as engines } from './engines.js';
 import { run as runEmbedded } from './webhooks.js';
+import { statCpu } from './stall-watch.js';
 
 const KAFKA_PORT = 19392;
 const REDIS_PORT = 6393;
@@ -108,10 +109,9 @@ const redisReceived = async (): Promise<RedisReceived & { readonly cpuMicros: nu
 /** The Kafka broker's CPU µs so far (user and system), from /proc by the pid scripts/kafka.sh keeps. */
 const brokerCpuMicros = (): number => {
   const pid = readFileSync(path.join(ROOT, '.cache', 'run', `kafka-${KAFKA_PORT}`, 'kafka.pid'), 'utf8').trim();
-  // Fields after the command's closing parenthesis: utime and stime are the 12th and 13th, in clock ticks (100 a second).
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10_000;
+  const cpu = statCpu(`/proc/${pid}/stat`);
+  if (cpu === null) throw new Error(`the Kafka broker (pid ${pid}) is not running`);
+  return cpu.cpuS * 1e6;
 };
 
 /** The role processes' CPU µs of each name, added up. */

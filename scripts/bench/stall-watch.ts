@@ -66,7 +66,7 @@ export const schedstat = (pid: number): { run: number; wait: number } | null => 
 const TICKS_PER_S = 100;
 
 /** The name and CPU seconds so far (utime and stime) in a /proc stat file, or null when it cannot be read (the thread or process ended). */
-const statCpu = (file: string): { name: string; cpuS: number } | null => {
+export const statCpu = (file: string): { name: string; cpuS: number } | null => {
   try {
     const stat = readFileSync(file, 'utf8');
     // The name is in parentheses and may hold spaces: the fields after it are counted from its end.

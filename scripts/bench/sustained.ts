@@ -377,15 +377,16 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
     const apiPerMinute = byMinute(latencies);
     // Each minute's slowest second of commits, by the wall clock: to set a late minute beside the
     // logs of the roles, Kafka's (.cache/run/kafka-PORT/server.log) and the host's.
-    const slowestSecond = Array.from({ length: Math.ceil(seconds / 60) }, (_, m) => {
-      const bySecond = new Map<number, number[]>();
-      for (const [committed, arrived] of inRun) {
-        if (committed < startedMs + m * 60_000 || committed >= startedMs + (m + 1) * 60_000) continue;
-        const second = Math.floor(committed / 1000);
-        let lags = bySecond.get(second);
-        if (lags === undefined) bySecond.set(second, (lags = []));
-        lags.push(arrived - committed);
-      }
+    const lagsBySecond = Array.from({ length: Math.ceil(seconds / 60) }, () => new Map<number, number[]>());
+    for (const [committed, arrived] of inRun) {
+      const bySecond = lagsBySecond[Math.floor((committed - startedMs) / 60_000)];
+      if (bySecond === undefined) continue;
+      const second = Math.floor(committed / 1000);
+      let lags = bySecond.get(second);
+      if (lags === undefined) bySecond.set(second, (lags = []));
+      lags.push(arrived - committed);
+    }
+    const slowestSecond = lagsBySecond.map((bySecond) => {
       const [second, p99] = [...bySecond].map(([at, lags]) => [at, quantiles(lags).p99] as const).reduce((a, b) => (b[1] > a[1] ? b : a), [0, -1] as const);
       return p99 < 0 ? null : { at: new Date(second * 1000).toISOString().slice(11, 19), p99 };
     });

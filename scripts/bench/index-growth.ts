@@ -1,17 +1,19 @@
 // Delivery-history index growth benchmark: what the embedded index (projections/deliveries-index-
 // sqlite.ts, the thread `delivery-index`) spends per delivery as it grows, fed as the dispatcher
 // records: packed records of deliveries scheduled and, 400 deliveries later, delivered, applied and
-// committed in batches. Delivery ids are a hash of the event and the subscription (src/domain/
-// delivery/ids.ts), so each new row lands on a random page of the index on `id`; the ceiling is the
-// same feed with ids that grow with time (12 hex digits of a counter, then random), whose rows land on
-// that index's last pages. Reported: CPU µs per delivery over each step of STEP deliveries, for both.
+// committed in batches, three times: with delivery ids as the dispatcher derives them (src/domain/
+// delivery/ids.ts: the event id's milliseconds, then a hash), as an older release derived them (the
+// hash alone, so each new row landed on a random page of the index on `id`), and the ceiling: ids of
+// a counter, then random, whose rows land on that index's last pages. Reported: CPU µs per delivery
+// over each step of STEP deliveries, for each.
 // `npm run bench -- index-growth [--long]`: 1,000,000 deliveries each (--long: 3,000,000).
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { packSteps } from '../../src/domain/delivery/delivery.js';
-import { deliveryStream } from '../../src/domain/delivery/ids.js';
+import { deliveryIdOf, deliveryStream, legacyDeliveryIdOf } from '../../src/domain/delivery/ids.js';
+import { eventId } from '../../src/shared/ids.js';
 import type { JsonObject } from '../../src/log/event-log.js';
 import { openSqliteDeliveryIndex } from '../../projections/deliveries-index-sqlite.js';
 
@@ -36,8 +38,8 @@ const delivered = (id: string, at: number): { type: string; data: JsonObject } =
   data: { delivery_id: id, round: 1, attempt: 1, delivered: true, status_code: 200, error: null, latency_ms: 12, attempted_at: at, next_attempt_at: null },
 });
 
-/** CPU µs per delivery for each STEP of `total`, with ids from `idOf`. */
-const feed = async (total: number, idOf: (n: number) => string): Promise<{ usPerDelivery: number[]; fileMb: number }> => {
+/** CPU µs per delivery for each STEP of `total`, with ids from `idOf` (of the delivery's number and subscription). */
+const feed = async (total: number, idOf: (n: number, subscription: string) => string): Promise<{ usPerDelivery: number[]; fileMb: number }> => {
   const dir = mkdtempSync(path.join(tmpdir(), 'bench-index-growth-'));
   const file = path.join(dir, 'deliveries.sqlite');
   const index = openSqliteDeliveryIndex({ file });
@@ -48,7 +50,10 @@ const feed = async (total: number, idOf: (n: number) => string): Promise<{ usPer
     let cpu = process.cpuUsage();
     for (let n = 0; n < total; n += PER_RECORD) {
       const at = Date.now() * 1000;
-      const fresh = Array.from({ length: PER_RECORD }, (_, i) => ({ id: idOf(n + i), subscription: SUBSCRIPTIONS[(n + i) % SUBSCRIPTIONS.length] as string }));
+      const fresh = Array.from({ length: PER_RECORD }, (_, i) => {
+        const subscription = SUBSCRIPTIONS[(n + i) % SUBSCRIPTIONS.length] as string;
+        return { id: idOf(n + i, subscription), subscription };
+      });
       waiting.push(...fresh);
       const settled = waiting.splice(0, Math.max(0, waiting.length - SETTLE_AFTER));
       // One record of those just scheduled and one of those settled, in one stream (the index reads
@@ -78,19 +83,24 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
   console.log(`index-growth: ${total} deliveries into the embedded delivery-history index, CPU µs per delivery by ${STEP}`);
   // Counter-first ids: the ceiling, rows on the last pages of the id index.
   const ordered = await feed(total, (n) => `${n.toString(16).padStart(12, '0')}${hex(10)}`);
-  console.log(`ids that grow (ceiling): ${ordered.usPerDelivery.join(', ')} µs per delivery (${ordered.fileMb} MB)`);
-  const hashed = await feed(total, () => hex(16));
-  console.log(`hashed ids (as delivered): ${hashed.usPerDelivery.join(', ')} µs per delivery (${hashed.fileMb} MB)`);
-  const growth = (steps: number[]) => Number(((steps.at(-1) ?? NaN) / (steps[0] ?? NaN)).toFixed(2));
+  console.log(`ids of a counter (ceiling): ${ordered.usPerDelivery.join(', ')} µs per delivery (${ordered.fileMb} MB)`);
+  const delivered = await feed(total, (_, subscription) => deliveryIdOf(eventId(), subscription));
+  console.log(`ids as derived (event time, then hash): ${delivered.usPerDelivery.join(', ')} µs per delivery (${delivered.fileMb} MB)`);
+  const hashed = await feed(total, (_, subscription) => legacyDeliveryIdOf(eventId(), subscription));
+  console.log(`hashed ids (an older release): ${hashed.usPerDelivery.join(', ')} µs per delivery (${hashed.fileMb} MB)`);
+  const last = (steps: number[]) => steps.at(-1) ?? NaN;
+  const growth = (steps: number[]) => Number((last(steps) / (steps[0] ?? NaN)).toFixed(2));
   return {
     bench: 'index-growth',
     deliveries: total,
-    hashed_us_per_delivery_by_step: hashed.usPerDelivery.join(' '),
-    ordered_us_per_delivery_by_step: ordered.usPerDelivery.join(' '),
-    hashed_last_step_us: hashed.usPerDelivery.at(-1) ?? NaN,
-    ordered_last_step_us: ordered.usPerDelivery.at(-1) ?? NaN,
-    hashed_growth: growth(hashed.usPerDelivery),
-    ordered_growth: growth(ordered.usPerDelivery),
-    hashed_against_ceiling: Number(((hashed.usPerDelivery.at(-1) ?? NaN) / (ordered.usPerDelivery.at(-1) ?? NaN)).toFixed(2)),
+    ...Object.fromEntries(
+      Object.entries({ delivered, hashed, ordered }).flatMap(([name, { usPerDelivery }]) => [
+        [`${name}_us_per_delivery_by_step`, usPerDelivery.join(' ')],
+        [`${name}_last_step_us`, last(usPerDelivery)],
+        [`${name}_growth`, growth(usPerDelivery)],
+      ]),
+    ),
+    delivered_against_ceiling: Number((last(delivered.usPerDelivery) / last(ordered.usPerDelivery)).toFixed(2)),
+    hashed_against_ceiling: Number((last(hashed.usPerDelivery) / last(ordered.usPerDelivery)).toFixed(2)),
   };
 }

@@ -1,6 +1,10 @@
 // What the dispatcher's integration specs over a real log share: one subscription created in the log
 // and a fixed directory that has it (the specs decide what the directory sees), and the dispatcher's
-// dependencies with a sender that records each request and answers 200 at once.
+// dependencies with a sender that records each request and answers 200 at once; deliveries and
+// replays recorded in the log as a dispatcher (or an older release of one) records them.
+import { deliveryAggregate, packSteps, type DeliveryCommand } from '../../src/domain/delivery/delivery.js';
+import { deliveryStream, recordedEventId } from '../../src/domain/delivery/ids.js';
+import { foldReplays, replayAggregate, replayEventId, replayStream, type Replay } from '../../src/domain/replay/replay.js';
 import type { RecordedEvent } from '../../src/log/event-log.js';
 import type { SqliteEventLog } from '../../src/log/sqlite.js';
 import { SUBSCRIPTION_EVENTS, subscriptionStream } from '../../src/domain/subscription/subscription.js';
@@ -65,3 +69,37 @@ export const appendPublicEvent = async (log: SqliteEventLog, workspaceId: string
   const { records } = await log.append(`ticket-${n}`, [{ id: `${'e'.repeat(31)}${n}`, type: 'ticket.created', workspaceId, data: { ticket_id: `t${n}` } }], 'no_stream');
   return records[0] as RecordedEvent;
 };
+
+/** Records a delivery of `event` under `deliveryId` as a dispatcher does (scheduled; attempted and delivered if `delivered`). */
+export const recordDelivery = async (
+  log: SqliteEventLog,
+  event: RecordedEvent,
+  delivery: { readonly subscriptionId: string; readonly deliveryId: string; readonly fannedOutThrough: number; readonly delivered: boolean; readonly replayId?: string },
+): Promise<void> => {
+  const at = Date.now() * 1000;
+  const commands: DeliveryCommand[] = [
+    { kind: 'schedule', deliveryId: delivery.deliveryId, subscriptionId: delivery.subscriptionId, eventId: event.id, eventType: event.type, eventPosition: event.position, fannedOutThrough: delivery.fannedOutThrough, ...(delivery.replayId === undefined ? {} : { replayId: delivery.replayId }), at },
+    ...(delivery.delivered ? [{ kind: 'record_attempt', attempt: 1, outcome: { delivered: true, statusCode: 200, error: null, latencyMs: 1 }, at, retryDelaysMs: [] } as const] : []),
+  ];
+  let state = deliveryAggregate.initial;
+  const steps = commands.flatMap((command) => {
+    const decided = deliveryAggregate.decide(command, state);
+    if (decided._tag === 'Left') throw new Error(decided.left.message);
+    state = decided.right.reduce(deliveryAggregate.evolve, state);
+    return decided.right;
+  });
+  await log.append(deliveryStream(delivery.subscriptionId), [{ id: recordedEventId(steps), workspaceId: event.workspaceId, ...packSteps(steps) }], 'any');
+};
+
+/** `count` public events of the workspace (streams ticket-0 …), then a replay of all of them requested in the log. */
+export const requestReplay = async (log: SqliteEventLog, workspaceId: string, subscriptionId: string, replayId: string, count: number): Promise<Replay> => {
+  for (let i = 0; i < count; i++) await log.append(`ticket-${i}`, [{ id: String(i).padStart(32, 'e'), type: 'ticket.created', workspaceId, data: { ticket_id: `t${i}` } }], 'no_stream');
+  const request = { kind: 'request', replayId, at: Date.now() * 1000, subscriptionId, since: 0, until: null, throughPosition: await log.headPosition(), types: [], onlyFailed: false } as const;
+  const decided = replayAggregate.decide(request, replayAggregate.initial);
+  if (decided._tag === 'Left') throw new Error(decided.left.message);
+  await log.append(replayStream(subscriptionId), decided.right.map((step) => ({ id: replayEventId(step), type: step.type, workspaceId, data: step.data })), 'any');
+  return currentReplay(log, subscriptionId, replayId);
+};
+
+export const currentReplay = async (log: SqliteEventLog, subscriptionId: string, replayId: string): Promise<Replay> =>
+  foldReplays(await log.readStream(replayStream(subscriptionId))).get(replayId) as Replay;

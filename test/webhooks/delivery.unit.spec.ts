@@ -1,7 +1,9 @@
 import { expect } from 'chai';
 import type { Decided } from '../../src/domain/aggregate.js';
 import { deliveryAggregate, foldDeliveries, nextAttemptAt, packSteps, type Delivery, type DeliveryCommand } from '../../src/domain/delivery/delivery.js';
-import { deliveryIdOf, recordedEventId } from '../../src/domain/delivery/ids.js';
+import { createHash } from 'node:crypto';
+import fc from 'fast-check';
+import { deliveryIdOf, legacyDeliveryIdOf, recordedEventId, replayDeliveryIdOf } from '../../src/domain/delivery/ids.js';
 
 const DELAYS = [30_000, 120_000, 600_000, 3_600_000, 21_600_000];
 const SECOND = 1_000_000;
@@ -98,14 +100,41 @@ describe('delivery aggregate', () => {
 });
 
 describe('delivery ids', () => {
+  const EVENT = '019ad1b2c3d4' + 'e'.repeat(20);
+
   it('are 32 hex, stable per (event, subscription) and distinct across subscriptions', () => {
-    expect(deliveryIdOf('e', 's1')).to.match(/^[0-9a-f]{32}$/).and.equal(deliveryIdOf('e', 's1'));
-    expect(deliveryIdOf('e', 's1')).to.not.equal(deliveryIdOf('e', 's2'));
+    expect(deliveryIdOf(EVENT, 's1')).to.match(/^[0-9a-f]{32}$/).and.equal(deliveryIdOf(EVENT, 's1'));
+    expect(deliveryIdOf(EVENT, 's1')).to.not.equal(deliveryIdOf(EVENT, 's2'));
+    expect(replayDeliveryIdOf(EVENT, 's1', 'r1')).to.match(/^[0-9a-f]{32}$/).and.not.equal(deliveryIdOf(EVENT, 's1'));
   });
 
-  it('give a packed group of steps a log event id that is the same only for the same steps', () => {
-    const attempt = (round: number, n: number) => ({ type: 'delivery.attempted', data: { delivery_id: 'd', round, attempt: n } });
+  it("start with their event id's time, so the ids of later events sort after those of earlier ones", () => {
+    expect(deliveryIdOf(EVENT, 's1').slice(0, 12)).to.equal(EVENT.slice(0, 12));
+    expect(replayDeliveryIdOf(EVENT, 's1', 'r1').slice(0, 12)).to.equal(EVENT.slice(0, 12));
+    const eventIdAt = (ms: number, rest: string) => `${ms.toString(16).padStart(12, '0')}${rest}`;
+    const random = fc.string({ unit: fc.constantFrom(...'0123456789abcdef'), minLength: 20, maxLength: 20 });
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 2 ** 47 }), fc.integer({ min: 1, max: 2 ** 20 }), random, random, fc.string(), (ms, later, a, b, sub) => {
+        const [earlier, after] = [deliveryIdOf(eventIdAt(ms, a), sub), deliveryIdOf(eventIdAt(ms + later, b), sub)];
+        return earlier < after && /^[0-9a-f]{32}$/.test(earlier);
+      }),
+    );
+  });
+
+  it('are still 32 hex for an event id of another shape', () => {
+    fc.assert(fc.property(fc.string(), fc.string(), (eventId, sub) => /^[0-9a-f]{32}$/.test(deliveryIdOf(eventId, sub))));
+  });
+
+  it('keep the id an older release gave each delivery (the hash alone), byte for byte', () => {
+    expect(legacyDeliveryIdOf(EVENT, 's1')).to.equal(createHash('sha256').update(`delivery:${EVENT}:s1`).digest('hex').slice(0, 32));
+    expect(legacyDeliveryIdOf(EVENT, 's1')).to.not.equal(deliveryIdOf(EVENT, 's1'));
+  });
+
+  it('give a packed group of steps a log event id that is the same only for the same steps, starting with its first delivery\'s time', () => {
+    const attempt = (round: number, n: number) => ({ type: 'delivery.attempted', data: { delivery_id: deliveryIdOf(EVENT, 's1'), round, attempt: n } });
     expect(recordedEventId([attempt(1, 1)])).to.match(/^[0-9a-f]{32}$/).and.equal(recordedEventId([attempt(1, 1)]));
     expect(new Set([recordedEventId([attempt(1, 1)]), recordedEventId([attempt(1, 2)]), recordedEventId([attempt(2, 1)]), recordedEventId([attempt(1, 1), attempt(1, 2)])]).size).to.equal(4);
+    expect(recordedEventId([attempt(1, 1)]).slice(0, 12)).to.equal(EVENT.slice(0, 12));
+    expect(recordedEventId([{ type: 'delivery.attempted', data: { delivery_id: 'd', round: 1, attempt: 1 } }])).to.match(/^[0-9a-f]{32}$/);
   });
 });

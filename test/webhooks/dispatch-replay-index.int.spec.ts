@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { unpackSteps } from '../../src/domain/delivery/delivery.js';
-import { deliveryIdOf, deliveryStream } from '../../src/domain/delivery/ids.js';
+import { deliveryIdOf, deliveryStream, legacyDeliveryIdOf } from '../../src/domain/delivery/ids.js';
 import type { RecordedEvent } from '../../src/log/event-log.js';
 import { openSqliteLog, type SqliteEventLog } from '../../src/log/sqlite.js';
 import { createDispatcher, type Dispatcher } from '../../src/webhooks/dispatch/dispatcher.js';
@@ -22,7 +22,7 @@ import type { DeliveryRequest } from '../../src/webhooks/sender.js';
 import type { SubscriptionDirectory } from '../../src/webhooks/subscriptions.js';
 import type { DeliveryIndex, DeliveryKey } from '../../projections/deliveries-index.js';
 import { openRedisDeliveryIndex } from '../../projections/deliveries-index-redis.js';
-import { oneSubscription, recordingDeps, subscriptionsOf } from '../support/dispatcher-fixture.js';
+import { oneSubscription, recordDelivery, recordingDeps, subscriptionsOf } from '../support/dispatcher-fixture.js';
 import { redisServerInstalled, startPrivateRedis, type PrivateRedis } from '../support/redis-server.js';
 import { eventually, settle } from '../support/webhooks-dispatch.js';
 
@@ -123,10 +123,22 @@ describe('dispatcher restarted from the Redis history index: an event handed ove
     await restarted.fanOut(event, event.position);
     await eventually('the third delivery sent', () => sent.length === 3);
     await settle(300);
-    expect(asked, 'one read per fan-out, of every delivery it would schedule').to.deep.equal([2, 3]);
+    expect(asked, 'one read per fan-out, of every delivery it would schedule, each under its id and its older one').to.deep.equal([4, 6]);
     // The first two go out in either order; the third only after the restart.
     expect(sent.slice(0, 2).map((request) => request.deliveryId).sort()).to.deep.equal(keys.slice(0, 2).map((key) => key.deliveryId).sort());
     expect(sent[2]?.deliveryId).to.equal(keys[2]?.deliveryId);
+  });
+
+  it('finds a delivery an older release recorded under its hashed id, and neither schedules nor sends it again', async () => {
+    const event = await publicEvent();
+    const legacy = { subscriptionId: SUBSCRIPTION, deliveryId: legacyDeliveryIdOf(event.id, SUBSCRIPTION) };
+    await recordDelivery(log, event, { ...legacy, fannedOutThrough: event.position, delivered: true });
+    await eventually('the delivery in the index', async () => (await index.has([legacy]))[0] === true);
+    const restarted = await startDispatcher();
+    await restarted.fanOut(event, event.position);
+    await settle(300);
+    expect(sent).to.have.length(0);
+    expect(await scheduledSteps()).to.equal(1);
   });
 
   it('refuses the event while the index does not answer (Kafka hands it over again), and skips it once it does', async () => {
@@ -169,5 +181,21 @@ describe('dispatcher restarted from the Redis history index: an event handed ove
     expect(sent).to.have.length(1);
     expect(await scheduledSteps()).to.equal(1);
     expect(await shared.size()).to.equal(0);
+  });
+
+  it('with a shared schedule, sends once a waiting delivery that an older release recorded under its hashed id and died before putting', async () => {
+    const event = await publicEvent();
+    const shared = createRedisRetrySchedule({ url: redis.url, leaseMs: 10_000, keyPrefix: `test:${Math.random().toString(16).slice(2)}:` });
+    schedules.push(shared);
+    await shared.ready();
+    const survivor = await startDispatcher(shared);
+    const legacy = { subscriptionId: SUBSCRIPTION, deliveryId: legacyDeliveryIdOf(event.id, SUBSCRIPTION) };
+    await recordDelivery(log, event, { ...legacy, fannedOutThrough: event.position, delivered: false });
+    await eventually('the record in the index', async () => (await index.has([legacy]))[0] === true);
+    await survivor.fanOut(event, event.position);
+    await eventually('the delivery sent by the survivor', () => sent.length === 1);
+    await settle(300);
+    expect(sent.map((request) => request.deliveryId)).to.deep.equal([legacy.deliveryId]);
+    expect(await scheduledSteps()).to.equal(1);
   });
 });

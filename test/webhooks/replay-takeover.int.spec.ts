@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { unpackSteps } from '../../src/domain/delivery/delivery.js';
 import { deliveryStream, replayDeliveryIdOf } from '../../src/domain/delivery/ids.js';
-import { foldReplays, replayAggregate, replayEventId, replayStream, type Replay } from '../../src/domain/replay/replay.js';
+import type { Replay } from '../../src/domain/replay/replay.js';
 import type { RecordedEvent } from '../../src/log/event-log.js';
 import { openSqliteLog, type SqliteEventLog } from '../../src/log/sqlite.js';
 import { createDispatcher, type Dispatcher } from '../../src/webhooks/dispatch/dispatcher.js';
@@ -18,7 +18,7 @@ import { createRedisRetrySchedule } from '../../src/webhooks/dispatch/retry-sche
 import type { SharedRetrySchedule } from '../../src/webhooks/dispatch/retry-schedule.js';
 import type { DeliveryRequest } from '../../src/webhooks/sender.js';
 import type { SubscriptionDirectory } from '../../src/webhooks/subscriptions.js';
-import { oneSubscription, recordingDeps } from '../support/dispatcher-fixture.js';
+import { currentReplay as currentReplayOf, oneSubscription, recordingDeps, requestReplay as requestReplayOf } from '../support/dispatcher-fixture.js';
 import { eventually } from '../support/webhooks-dispatch.js';
 
 const redisUrl = process.env['REDIS_URL'];
@@ -57,17 +57,8 @@ const REPLAY = 'r'.repeat(32);
     return created;
   };
 
-  /** `count` public events of the workspace, then a replay of all of them requested in the log. */
-  const requestReplay = async (count: number): Promise<Replay> => {
-    for (let i = 0; i < count; i++) await log.append(`ticket-${i}`, [{ id: String(i).padStart(32, 'e'), type: 'ticket.created', workspaceId: WORKSPACE, data: { ticket_id: `t${i}` } }], 'no_stream');
-    const request = { kind: 'request', replayId: REPLAY, at: Date.now() * 1000, subscriptionId: SUBSCRIPTION, since: 0, until: null, throughPosition: await log.headPosition(), types: [], onlyFailed: false } as const;
-    const decided = replayAggregate.decide(request, replayAggregate.initial);
-    if (decided._tag === 'Left') throw new Error(decided.left.message);
-    await log.append(replayStream(SUBSCRIPTION), decided.right.map((step) => ({ id: replayEventId(step), type: step.type, workspaceId: WORKSPACE, data: step.data })), 'any');
-    return currentReplay();
-  };
-
-  const currentReplay = async (): Promise<Replay> => foldReplays(await log.readStream(replayStream(SUBSCRIPTION))).get(REPLAY) as Replay;
+  const requestReplay = (count: number): Promise<Replay> => requestReplayOf(log, WORKSPACE, SUBSCRIPTION, REPLAY, count);
+  const currentReplay = (): Promise<Replay> => currentReplayOf(log, SUBSCRIPTION, REPLAY);
 
   /** Drives the replay on `driver`, for at most `rounds` pages (then its lease is lost). */
   const drive = (driver: Dispatcher, replay: Replay, rounds = Infinity) =>

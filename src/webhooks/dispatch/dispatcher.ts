@@ -9,7 +9,7 @@
 // it keeps for a while (own-puts.ts): claiming that entry back untouched, it skips the log.
 import type { Decided } from '../../domain/aggregate.js';
 import { deliveryAggregate, foldDeliveries, type Delivery, type DeliveryCommand } from '../../domain/delivery/delivery.js';
-import { deliveryIdOf, deliveryStream, replayDeliveryIdOf } from '../../domain/delivery/ids.js';
+import { deliveryIdOf, deliveryStream, legacyDeliveryIdOf, replayDeliveryIdOf } from '../../domain/delivery/ids.js';
 import { isPublicEventType } from '../../domain/event-types.js';
 import type { MicrosClock } from '../../log/clock.js';
 import type { EventLog, RecordedEvent } from '../../log/event-log.js';
@@ -182,8 +182,9 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
   const liveUnattempted = new Set<string>();
   /** Events whose fan-out is under way: the backlog's oldest due time counts them from their commit. */
   const fanningOut = new Set<RecordedEvent>();
-  /** Deliveries already in the log for events a restart replays. */
+  /** Deliveries already in the log for events a restart replays, by event and subscription (whatever shape their ids have). */
   const known = new Set<string>();
+  const knownKey = (eventId: string, subscriptionId: string): string => `${eventId} ${subscriptionId}`;
   const bodies = new Map<number, Promise<Buffer | null>>();
   const reportLock = createKeyedLock();
   const settling = new Set<Promise<void>>();
@@ -486,16 +487,19 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
    * its put (scheduleNew records first), and nothing else would ever bring the delivery to the
    * schedule. An entry that is there, scheduled or claimed, stays as it is.
    */
-  const recordedBefore = async (keys: readonly DeliveryKey[]): Promise<readonly boolean[]> => {
+  const recordedBefore = async (eventId: string, keys: readonly DeliveryKey[]): Promise<readonly boolean[]> => {
     if (records.recorded === undefined || keys.length === 0) return keys.map(() => false);
-    const recorded = await records.recorded(keys);
+    // Each under its id and the one an older release gave it (one read for both).
+    const asked = keys.flatMap((key) => [key, { subscriptionId: key.subscriptionId, deliveryId: legacyDeliveryIdOf(eventId, key.subscriptionId) }]);
+    const found = await records.recorded(asked);
+    const recordedAs = keys.map((key, i) => (found[2 * i] === true ? key : found[2 * i + 1] === true ? asked[2 * i + 1] : undefined));
     await Promise.all(
-      keys.map(async ({ subscriptionId, deliveryId }, i) => {
-        const found = shared === null || recorded[i] !== true ? undefined : await readOne(subscriptionId, deliveryId);
-        if (found !== undefined) await offerWaiting(found);
+      recordedAs.map(async (key) => {
+        const delivery = shared === null || key === undefined ? undefined : await readOne(key.subscriptionId, key.deliveryId);
+        if (delivery !== undefined) await offerWaiting(delivery);
       }),
     );
-    return recorded;
+    return recordedAs.map((key) => key !== undefined);
   };
 
   const dispatcher: Dispatcher = {
@@ -509,10 +513,10 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
       const at = clock();
       const unknown = targets
         .map((subscription) => ({ subscriptionId: subscription.id, deliveryId: deliveryIdOf(event.id, subscription.id) }))
-        .filter(({ deliveryId }) => !pending.has(deliveryId) && !known.delete(deliveryId));
+        .filter(({ subscriptionId, deliveryId }) => !pending.has(deliveryId) && !known.delete(knownKey(event.id, subscriptionId)));
       fanningOut.add(event);
       try {
-        const recorded = await recordedBefore(unknown);
+        const recorded = await recordedBefore(event.id, unknown);
         const fresh = unknown.filter((_, i) => recorded[i] !== true);
         await scheduleNew(
           event,
@@ -551,7 +555,7 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
           continue;
         }
         // Only live deliveries come back through a replayed fan-out.
-        if (delivery.eventPosition > fannedOutThrough && delivery.replayId === null) known.add(delivery.id);
+        if (delivery.eventPosition > fannedOutThrough && delivery.replayId === null) known.add(knownKey(delivery.eventId, delivery.subscriptionId));
         if (delivery.status !== 'waiting' || delivery.nextAttemptAt === null) continue;
         // Through the schedule, never straight to an attempt: a shared one takes the offers of every
         // starting dispatcher as one entry, and hands each attempt to one of them. Offered, not put:

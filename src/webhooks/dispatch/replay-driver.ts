@@ -10,7 +10,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Decided } from '../../domain/aggregate.js';
 import { foldDeliveries } from '../../domain/delivery/delivery.js';
-import { deliveryStream, replayDeliveryIdOf } from '../../domain/delivery/ids.js';
+import { deliveryStream } from '../../domain/delivery/ids.js';
 import { foldReplays, replayAggregate, replayEventId, replayStream, type Replay, type ReplayCommand } from '../../domain/replay/replay.js';
 import type { MicrosClock } from '../../log/clock.js';
 import type { EventLog, RecordedEvent } from '../../log/event-log.js';
@@ -60,14 +60,15 @@ export const driveReplay = async (deps: ReplayDriverDeps, workspaceId: string, r
     if (await subscriptionGone()) await log.deleteStream(stream);
   };
 
-  // What this replay scheduled before (a driver that stopped after its last progress record), and
-  // the events whose live delivery ended failed (only_failed).
+  // The events this replay scheduled before (a driver that stopped after its last progress record;
+  // by event, whatever shape their delivery ids have), and the events whose live delivery ended
+  // failed (only_failed).
   const scheduled = new Set<string>();
   const failedEvents = new Set<string>();
   const unattempted: string[] = [];
   for (const d of foldDeliveries(await log.readStream(deliveryStream(subscriptionId))).values()) {
     if (d.replayId === replay.id) {
-      scheduled.add(d.id);
+      scheduled.add(d.eventId);
       if (d.status === 'waiting' && d.round === 1 && d.attempt === 0) unattempted.push(d.id);
     } else if (d.replayId === null && d.status === 'failed') failedEvents.add(d.eventId);
   }
@@ -106,7 +107,7 @@ export const driveReplay = async (deps: ReplayDriverDeps, workspaceId: string, r
       cursor = offset;
       if (replay.onlyFailed && !failedEvents.has(event.id)) continue;
       matched++;
-      if (!scheduled.has(replayDeliveryIdOf(event.id, subscriptionId, replay.id))) due.push(event);
+      if (!scheduled.has(event.id)) due.push(event);
     }
     await Promise.all(due.map((event) => dispatcher.replay(event, row, replay.id)));
     if (cursor > recordedCursor && (done || Date.now() - recordedAt >= PROGRESS_EVERY_MS)) {

@@ -84,6 +84,14 @@ describe('dispatcher restarted from the Redis history index: an event handed ove
     return records[0] as RecordedEvent;
   };
 
+  /** A retry schedule in the private Redis, on keys of its own, closed after the test. */
+  const sharedSchedule = async (): Promise<SharedRetrySchedule> => {
+    const shared = createRedisRetrySchedule({ url: redis.url, leaseMs: 10_000, keyPrefix: `test:${Math.random().toString(16).slice(2)}:` });
+    schedules.push(shared);
+    await shared.ready();
+    return shared;
+  };
+
   const scheduledSteps = async (): Promise<number> => (await log.readStream(deliveryStream(SUBSCRIPTION))).flatMap(unpackSteps).filter((step) => step.type === 'delivery.scheduled').length;
 
   /** The event fanned out and delivered by a first dispatcher, which then stops (a crash before its offset was committed). */
@@ -156,9 +164,7 @@ describe('dispatcher restarted from the Redis history index: an event handed ove
 
   it('with a shared schedule, sends a delivery whose dispatcher died between recording it and putting its attempt in the schedule', async () => {
     const event = await publicEvent();
-    const shared = createRedisRetrySchedule({ url: redis.url, leaseMs: 10_000, keyPrefix: `test:${Math.random().toString(16).slice(2)}:` });
-    schedules.push(shared);
-    await shared.ready();
+    const shared = await sharedSchedule();
     // Running before the record: its start had nothing to take over.
     const survivor = await startDispatcher(shared);
     const killed = createDispatcher({
@@ -185,9 +191,7 @@ describe('dispatcher restarted from the Redis history index: an event handed ove
 
   it('with a shared schedule, sends once a waiting delivery that an older release recorded under its hashed id and died before putting', async () => {
     const event = await publicEvent();
-    const shared = createRedisRetrySchedule({ url: redis.url, leaseMs: 10_000, keyPrefix: `test:${Math.random().toString(16).slice(2)}:` });
-    schedules.push(shared);
-    await shared.ready();
+    const shared = await sharedSchedule();
     const survivor = await startDispatcher(shared);
     const legacy = { subscriptionId: SUBSCRIPTION, deliveryId: legacyDeliveryIdOf(event.id, SUBSCRIPTION) };
     await recordDelivery(log, event, { ...legacy, fannedOutThrough: event.position, delivered: false });

@@ -12,11 +12,8 @@ import type { JsonObject } from '../../log/event-log.js';
 
 const hex = (text: string): string => createHash('sha256').update(text).digest('hex');
 const TIME_PREFIX = /^[0-9a-f]{12}/;
-/** The time an id starts with: `from`'s first 12 hex (an event id's milliseconds), or the hash's own for an id of another shape. */
+/** `digest`'s first 20 hex behind a time: `from`'s first 12 hex (an event id's milliseconds), or the digest's next 12 for an id of another shape. */
 const timed = (from: string, digest: string): string => `${TIME_PREFIX.test(from) ? from.slice(0, 12) : digest.slice(20, 32)}${digest.slice(0, 20)}`;
-
-/** The X-Webhook-Id: one per (event, subscription), the same in every attempt. */
-export const deliveryIdOf = (eventId: string, subscriptionId: string): string => timed(eventId, hex(`delivery:${eventId}:${subscriptionId}`));
 
 /**
  * The id a delivery had before ids started with a time (the hash alone). A dispatcher handed an
@@ -24,6 +21,9 @@ export const deliveryIdOf = (eventId: string, subscriptionId: string): string =>
  * may have recorded them before it died.
  */
 export const legacyDeliveryIdOf = (eventId: string, subscriptionId: string): string => hex(`delivery:${eventId}:${subscriptionId}`).slice(0, 32);
+
+/** The X-Webhook-Id: one per (event, subscription), the same in every attempt (the older id's hash behind the event's time). */
+export const deliveryIdOf = (eventId: string, subscriptionId: string): string => timed(eventId, legacyDeliveryIdOf(eventId, subscriptionId));
 
 /** A replayed delivery's X-Webhook-Id: one per (event, subscription, replay). */
 export const replayDeliveryIdOf = (eventId: string, subscriptionId: string, replayId: string): string => timed(eventId, hex(`replay:${replayId}:${eventId}:${subscriptionId}`));

@@ -3,7 +3,7 @@
 // tests. Each subscription's deliveries are kept in listing order, so a page starts with a binary
 // search; filters are applied while scanning from there (a page with a rare filter scans further).
 import type { Delivery } from '../src/domain/delivery/delivery.js';
-import { indexChange, keyOf, listedBefore, noDeliveries, type DeliveryIndex, type HistoryKey, type IndexCheckpoint, type IndexedDelivery } from './deliveries-index.js';
+import { indexChange, keyOf, listedBefore, noDeliveries, type AppliedRecord, type DeliveryIndex, type HistoryKey, type IndexCheckpoint, type IndexedDelivery } from './deliveries-index.js';
 
 /** The first index of `keys` for which `holds` is false; it must hold for a prefix of them. */
 const partition = (keys: readonly HistoryKey[], holds: (key: HistoryKey) => boolean): number => {
@@ -31,6 +31,9 @@ export const createMemoryDeliveryIndex = (): DeliveryIndex => {
   /** Per subscription and replay, its deliveries by status, kept as they change. */
   const byReplay = new Map<string, ReturnType<typeof noDeliveries>>();
   const replayKey = (subscriptionId: string, replayId: string): string => `${subscriptionId}/${replayId}`;
+  /** Per subscription, the ids of its waiting deliveries, and the last record of its stream applied. */
+  const waitingBy = new Map<string, Set<string>>();
+  const applied = new Map<string, AppliedRecord>();
 
   const countReplay = (delivery: Delivery | undefined, by: number): void => {
     if (delivery === undefined || delivery.replayId === null) return;
@@ -46,6 +49,9 @@ export const createMemoryDeliveryIndex = (): DeliveryIndex => {
     const { delivery } = entry;
     countReplay(byId.get(delivery.id)?.delivery, -1);
     countReplay(delivery, 1);
+    const waiting = waitingBy.get(delivery.subscriptionId) ?? new Set<string>();
+    if (delivery.status === 'waiting') waitingBy.set(delivery.subscriptionId, waiting.add(delivery.id));
+    else waiting.delete(delivery.id);
     if (!byId.has(delivery.id)) {
       const keys = bySubscription.get(delivery.subscriptionId) ?? [];
       bySubscription.set(delivery.subscriptionId, keys);
@@ -64,6 +70,8 @@ export const createMemoryDeliveryIndex = (): DeliveryIndex => {
       byId.delete(key.id);
     }
     bySubscription.delete(subscriptionId);
+    waitingBy.delete(subscriptionId);
+    applied.delete(subscriptionId);
   };
 
   /** Whether a restart or the log still needs the delivery in the index: waiting, or of an event the fan-out checkpoint has not passed. */
@@ -93,6 +101,14 @@ export const createMemoryDeliveryIndex = (): DeliveryIndex => {
     async has(keys) {
       return keys.map(({ subscriptionId, deliveryId }) => byId.get(deliveryId)?.delivery.subscriptionId === subscriptionId);
     },
+    async waitingOf(subscriptionId) {
+      const last = applied.get(subscriptionId);
+      const deliveries = [...(waitingBy.get(subscriptionId) ?? [])].map((id) => (byId.get(id) as IndexedDelivery).delivery);
+      return { deliveries, workspaceId: last?.workspaceId ?? null, revision: last?.revision ?? -1, position: last?.position ?? 0 };
+    },
+    async appliedOf(subscriptionId) {
+      return { revision: applied.get(subscriptionId)?.revision ?? -1, waiting: waitingBy.get(subscriptionId)?.size ?? 0 };
+    },
     async replayOutcomes(subscriptionId, replayId) {
       return { ...(byReplay.get(replayKey(subscriptionId, replayId)) ?? noDeliveries()) };
     },
@@ -106,6 +122,7 @@ export const createMemoryDeliveryIndex = (): DeliveryIndex => {
       if (change.kind === 'subscription_deleted') forget(change.subscriptionId);
       else {
         change.deliveries.forEach(put);
+        if (change.applied !== null) applied.set(change.applied.subscriptionId, change.applied);
         fannedOutThrough = Math.max(fannedOutThrough, change.fannedOutThrough);
       }
       checkpoint = { position: event.position, fannedOutThrough };
@@ -144,6 +161,8 @@ export const createMemoryDeliveryIndex = (): DeliveryIndex => {
       byId.clear();
       bySubscription.clear();
       byReplay.clear();
+      waitingBy.clear();
+      applied.clear();
       checkpoint = { position: 0, fannedOutThrough: 0 };
     },
     async close() {},

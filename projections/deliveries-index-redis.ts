@@ -9,7 +9,9 @@
 // id, so a reverse range is the listing order and a page is a range of `limit` entries whatever the
 // history's size. `waiting` (a set) and `ahead` (deliveries of events past the fan-out checkpoint,
 // scored by event position) are what a restart takes over; `settled` (by created_at) is what retention
-// prunes. `meta` holds the checkpoint, written by the same script as the rows it covers.
+// prunes. `meta` holds the checkpoint, written by the same script as the rows it covers; `streams` the
+// last record applied of each subscription's delivery stream (its revision, position and workspace),
+// so a subscription's waiting deliveries are read with the revision they are as of.
 //
 // One writer applies at a time: the dispatcher index thread holding `lease` (a key with a deadline it
 // renews, WriterLease); the others stand by without reading the log, and one of them takes the lease
@@ -30,14 +32,14 @@ import type { Redis } from 'ioredis';
 import { ProjectionReset } from '../src/app/projection-runner.js';
 import { unpackSteps, type Delivery } from '../src/domain/delivery/delivery.js';
 import { createRedisClient, redisReady } from '../src/shared/redis.js';
-import { DELIVERY_INDEX_VERSION, indexChange, noDeliveries, type DeliveryIndex, type HistoryQuery, type IndexCheckpoint, type IndexedDelivery } from './deliveries-index.js';
+import { DELIVERY_INDEX_VERSION, indexChange, noDeliveries, type AppliedRecord, type DeliveryIndex, type HistoryQuery, type IndexCheckpoint, type IndexedDelivery } from './deliveries-index.js';
 import { batchedApplies, bindEpochLua, READ_MODEL_COMMAND_TIMEOUT_MS, readOf, unlinkTagged, type Scripted } from './redis-read-models.js';
 import type { ProjectedEvent } from './tickets-store.js';
 
-// KEYS: docs, ws, meta, waiting, ahead, settled, epoch. ARGV[1]: the prefix of per-subscription keys.
+// KEYS: docs, ws, meta, waiting, ahead, settled, epoch, streams. ARGV[1]: the prefix of per-subscription keys.
 // Scores and positions stay strings (Lua's tostring rounds numbers past 1e14).
 const PRELUDE = `
-local docs, ws, meta, waiting, ahead, settled, epoch, prefix = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], ARGV[1]
+local docs, ws, meta, waiting, ahead, settled, epoch, streams, prefix = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], ARGV[1]
 local function sets(sub, status, etype)
   local base = prefix .. 's:' .. sub
   return base, base .. ':st:' .. status, base .. ':t:' .. etype, base .. ':st:' .. status .. ':t:' .. etype
@@ -91,16 +93,19 @@ if tonumber(ARGV[5]) > 0 and last[1] and last[1] ~= ARGV[4] and nowMs() - tonumb
 for i = 6, #ARGV do out[#out + 1] = redis.call('HGET', docs, ARGV[i]) end
 return out`,
 
-  // ARGV: prefix, epoch, expected position, new position, new fan-out checkpoint, writer, then per delivery:
-  // id, subscription, workspace, status, stored status ('' when new), event type, event position,
-  // created_at, replay id ('' for a live delivery), attempted ('1' or '0'), JSON. Returns 'reset',
+  // ARGV: prefix, epoch, expected position, new position, new fan-out checkpoint, writer, how many
+  // streams moved, per stream its subscription and last record applied ('revision position workspace'),
+  // then per delivery: id, subscription, workspace, status, stored status ('' when new), event type,
+  // event position, created_at, replay id ('' for a live delivery), attempted ('1' or '0'), JSON. Returns 'reset',
   // 'moved' (another writer got there first: nothing written) or 'ok'. A replay's deliveries are also
   // in a set per status and one of those attempted, for its counts.
   historyApply: `
 if redis.call('GET', epoch) ~= ARGV[2] then return 'reset' end
 if (redis.call('HGET', meta, 'position') or '0') ~= ARGV[3] then return 'moved' end
 local fanned = ARGV[5]
-for i = 7, #ARGV, 11 do
+local moved = tonumber(ARGV[7])
+for i = 8, 7 + 2 * moved, 2 do redis.call('HSET', streams, ARGV[i], ARGV[i + 1]) end
+for i = 8 + 2 * moved, #ARGV, 11 do
   local id, sub, workspace, status, was, etype, epos, created, replay, attempted, json = unpack(ARGV, i, i + 10)
   if replay ~= '' then
     local base = prefix .. 'r:' .. sub .. ':' .. replay
@@ -175,6 +180,12 @@ for _, id in ipairs(redis.call('SMEMBERS', waiting)) do add(id) end
 for _, id in ipairs(redis.call('ZRANGEBYSCORE', ahead, '(' .. fanned, '+inf')) do add(id) end
 return out`,
 
+  // ARGV: prefix, subscription. Returns its last record applied ('' when none), then the JSON of each of its waiting deliveries.
+  historyWaitingOf: `
+local out = { redis.call('HGET', streams, ARGV[2]) or '' }
+for _, id in ipairs(redis.call('ZRANGE', prefix .. 's:' .. ARGV[2] .. ':st:waiting', 0, -1)) do out[#out + 1] = redis.call('HGET', docs, id) end
+return out`,
+
   // ARGV: prefix, cutoff (exclusive), limit. Settled deliveries only; those of events past the fan-out
   // checkpoint (few: the newest) are skipped. Returns how many went.
   historyPrune: `
@@ -189,6 +200,7 @@ return pruned`,
 
   // ARGV: prefix, subscription, batch. Drops up to `batch` of its deliveries; returns how many went.
   historyForget: `
+redis.call('HDEL', streams, ARGV[2])
 local dropped = 0
 for _, id in ipairs(redis.call('ZRANGE', prefix .. 's:' .. ARGV[2], 0, tonumber(ARGV[3]) - 1)) do dropped = dropped + drop(id) end
 return dropped`,
@@ -213,6 +225,12 @@ const FORGET_BATCH = 1_000;
 /** The set a query reads: the subscription's, or the one of its filter combination. */
 const setOf = (query: HistoryQuery): string =>
   `s:${query.subscriptionId}${query.status === undefined ? '' : `:st:${query.status}`}${query.eventType === undefined ? '' : `:t:${query.eventType}`}`;
+
+/** A stream's last record applied as `streams` has it ('revision position workspace'; '' for none). */
+const appliedRecordOf = (text: string): { revision: number; position: number; workspaceId: string | null } => {
+  const [revision, position, ...workspace] = text.split(' ');
+  return text === '' ? { revision: -1, position: 0, workspaceId: null } : { revision: Number(revision), position: Number(position), workspaceId: workspace.join(' ') };
+};
 
 /** The lease of the one writer that applies the log to a shared index. */
 export interface WriterLease {
@@ -242,11 +260,11 @@ export interface RedisDeliveryIndexOptions {
 
 export const createRedisDeliveryIndex = (options: RedisDeliveryIndexOptions): DeliveryIndex & WriterLease => {
   const client = options.client as Scripted<typeof SCRIPTS & { historyLeaseTake: string; historyLeaseRelease: string }>;
-  for (const [name, lua] of Object.entries(SCRIPTS)) client.defineCommand(name, { numberOfKeys: 7, lua: PRELUDE + lua });
+  for (const [name, lua] of Object.entries(SCRIPTS)) client.defineCommand(name, { numberOfKeys: 8, lua: PRELUDE + lua });
   client.defineCommand('historyLeaseTake', { numberOfKeys: 1, lua: LEASE_TAKE });
   client.defineCommand('historyLeaseRelease', { numberOfKeys: 1, lua: LEASE_RELEASE });
   const tag = `{${options.keyPrefix ?? ''}dh:v${DELIVERY_INDEX_VERSION}}`;
-  const keys = ['docs', 'ws', 'meta', 'waiting', 'ahead', 'settled', 'epoch'].map((name) => `${tag}:${name}`);
+  const keys = ['docs', 'ws', 'meta', 'waiting', 'ahead', 'settled', 'epoch', 'streams'].map((name) => `${tag}:${name}`);
   const prefix = `${tag}:`;
   const leaseKey = `${tag}:lease`;
   /** The epoch this process applies in, bound by checkpoint(); null until then and after a reset. */
@@ -309,6 +327,7 @@ export const createRedisDeliveryIndex = (options: RedisDeliveryIndexOptions): De
         if (typeof json === 'string') stored.set(id, JSON.parse(json) as Delivery);
       });
       const changed = new Map<string, IndexedDelivery>();
+      const applied = new Map<string, AppliedRecord>();
       const deleted = new Set<string>();
       let fannedOutThrough = Number(fanned);
       for (const event of batch) {
@@ -317,13 +336,16 @@ export const createRedisDeliveryIndex = (options: RedisDeliveryIndexOptions): De
         if (change.kind === 'subscription_deleted') {
           deleted.add(change.subscriptionId);
           for (const [id, entry] of changed) if (entry.delivery.subscriptionId === change.subscriptionId) changed.delete(id);
+          applied.delete(change.subscriptionId);
           continue;
         }
         for (const entry of change.deliveries) changed.set(entry.delivery.id, entry);
+        if (change.applied !== null) applied.set(change.applied.subscriptionId, change.applied);
         fannedOutThrough = Math.max(fannedOutThrough, change.fannedOutThrough);
       }
       for (const subscriptionId of deleted) await write(() => forgetAll(subscriptionId));
-      const args = [epoch as string, position, batchLast, String(fannedOutThrough), writer];
+      const args = [epoch as string, position, batchLast, String(fannedOutThrough), writer, String(applied.size)];
+      for (const record of applied.values()) args.push(record.subscriptionId, `${record.revision} ${record.position} ${record.workspaceId}`);
       for (const { delivery, workspaceId } of changed.values()) {
         const was = deleted.has(delivery.subscriptionId) ? '' : (stored.get(delivery.id)?.status ?? '');
         const attempted = delivery.history.length > 0 ? '1' : '0';
@@ -367,6 +389,16 @@ export const createRedisDeliveryIndex = (options: RedisDeliveryIndexOptions): De
         const json = found[i];
         return typeof json === 'string' && (JSON.parse(json) as Delivery).subscriptionId === subscriptionId;
       });
+    },
+    async waitingOf(subscriptionId) {
+      const [last, ...docs] = (await reach(() => client.historyWaitingOf(...keys, prefix, subscriptionId))) as [string, ...(string | null)[]];
+      const deliveries = docs.flatMap((json) => (typeof json === 'string' ? [JSON.parse(json) as Delivery] : []));
+      return { deliveries, ...appliedRecordOf(last) };
+    },
+    async appliedOf(subscriptionId) {
+      const replies = await reach(() => client.multi().hget(keys[7] as string, subscriptionId).zcard(`${prefix}s:${subscriptionId}:st:waiting`).exec());
+      const [[, last], [, waiting]] = replies as [[unknown, string | null], [unknown, number]];
+      return { revision: appliedRecordOf(last ?? '').revision, waiting: Number(waiting) };
     },
     async replayOutcomes(subscriptionId, replayId) {
       const replay = `${prefix}r:${subscriptionId}:${replayId}`;

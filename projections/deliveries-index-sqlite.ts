@@ -11,7 +11,8 @@
 // history's size: (sub), (sub, status), (sub, event_type), (sub, status, event_type). The others
 // serve the restart (waiting ones: a partial index; those of events after the fan-out checkpoint)
 // and retention (created_at). `meta` has the checkpoint: the log position applied and the fan-out
-// checkpoint, committed in the transaction of the rows they cover.
+// checkpoint, committed in the transaction of the rows they cover; `streams` the last record applied
+// of each subscription's delivery stream, so its waiting deliveries come with the revision they are as of.
 //
 // Versions. user_version is DELIVERY_INDEX_VERSION: a file of another version is emptied and rebuilt
 // from the log. A file that is not ours is refused. Nothing here needs an fsync: the log is durable,
@@ -24,12 +25,14 @@ import {
   DELIVERY_INDEX_VERSION,
   indexChange,
   noDeliveries,
+  type AppliedRecord,
   type DeliveryHistoryReader,
   type DeliveryIndex,
   type HistoryQuery,
   type IndexCheckpoint,
   type IndexedDelivery,
   type PendingDeliveries,
+  type WaitingReader,
 } from './deliveries-index.js';
 
 /** The file's name in DATA_DIR. */
@@ -70,6 +73,7 @@ CREATE TABLE deliveries (
   attempted INTEGER NOT NULL DEFAULT 0,
   json TEXT NOT NULL
 );
+CREATE TABLE streams (sub TEXT PRIMARY KEY, revision INTEGER NOT NULL, position INTEGER NOT NULL, workspace TEXT NOT NULL) WITHOUT ROWID;
 CREATE INDEX d_sub ON deliveries (sub, created_at, id);
 CREATE INDEX d_sub_status ON deliveries (sub, status, created_at, id);
 CREATE INDEX d_sub_type ON deliveries (sub, event_type, created_at, id);
@@ -104,7 +108,7 @@ const prepareFile = (db: Database.Database, file: string): void => {
 };
 
 /** The index as the file has it: also what a restarting dispatcher takes over, read on any connection. */
-export interface SqliteDeliveryHistory extends DeliveryHistoryReader {
+export interface SqliteDeliveryHistory extends DeliveryHistoryReader, WaitingReader {
   /** The waiting deliveries and those past the fan-out checkpoint, as of the last commit. */
   pending(): Promise<PendingDeliveries>;
 }
@@ -162,6 +166,22 @@ const historyReads = (db: Database.Database): Omit<SqliteDeliveryHistory, 'close
       });
       return read.deferred();
     },
+    async waitingOf(subscriptionId) {
+      // One read transaction: the rows as of the stream record read with them.
+      const read = db.transaction(() => {
+        const last = prepared('SELECT revision, position, workspace FROM streams WHERE sub = ?').get(subscriptionId) as { revision: number; position: number; workspace: string } | undefined;
+        const rows = prepared("SELECT json FROM deliveries INDEXED BY d_sub_status WHERE sub = ? AND status = 'waiting'").pluck().all(subscriptionId) as string[];
+        return { deliveries: rows.map(deliveryOf), workspaceId: last?.workspace ?? null, revision: last?.revision ?? -1, position: last?.position ?? 0 };
+      });
+      return read.deferred();
+    },
+    async appliedOf(subscriptionId) {
+      const read = db.transaction(() => ({
+        revision: (prepared('SELECT revision FROM streams WHERE sub = ?').pluck().get(subscriptionId) as number | undefined) ?? -1,
+        waiting: prepared("SELECT count(*) FROM deliveries INDEXED BY d_sub_status WHERE sub = ? AND status = 'waiting'").pluck().get(subscriptionId) as number,
+      }));
+      return read.deferred();
+    },
     async replayOutcomes(subscriptionId, replayId) {
       const counts = noDeliveries();
       const sql = 'SELECT status, attempted, count(*) AS n FROM deliveries INDEXED BY d_replay WHERE replay = ? AND sub = ? GROUP BY status, attempted';
@@ -217,7 +237,11 @@ export const openSqliteDeliveryIndex = (options: { readonly file: string; readon
      VALUES (@id, @sub, @workspace, @status, @eventType, @eventPosition, @createdAt, @replay, @attempted, @json)
      ON CONFLICT (id) DO UPDATE SET status = excluded.status, attempted = excluded.attempted, json = excluded.json`,
   );
+  const saveApplied = db.prepare(
+    'INSERT INTO streams (sub, revision, position, workspace) VALUES (@subscriptionId, @revision, @position, @workspaceId) ON CONFLICT (sub) DO UPDATE SET revision = excluded.revision, position = excluded.position',
+  );
   const forget = db.prepare('DELETE FROM deliveries WHERE sub = ?');
+  const forgetApplied = db.prepare('DELETE FROM streams WHERE sub = ?');
   const subscriptionsOf = db.prepare('SELECT id, sub FROM deliveries WHERE id IN (SELECT value FROM json_each(?))').raw();
   const readMeta = db.prepare('SELECT position, fanned_out_through AS fannedOutThrough FROM meta');
   const saveMeta = db.prepare('UPDATE meta SET position = ?, fanned_out_through = ?');
@@ -229,6 +253,8 @@ export const openSqliteDeliveryIndex = (options: { readonly file: string; readon
    * updates every index of the table).
    */
   const staged = new Map<string, IndexedDelivery>();
+  /** The last stream record applied per subscription since the last commit, written with it. */
+  const stagedApplied = new Map<string, AppliedRecord>();
 
   const put = ({ delivery, workspaceId }: IndexedDelivery): void => {
     upsert.run({
@@ -247,6 +273,8 @@ export const openSqliteDeliveryIndex = (options: { readonly file: string; readon
   const flush = (): void => {
     staged.forEach(put);
     staged.clear();
+    stagedApplied.forEach((applied) => saveApplied.run(applied));
+    stagedApplied.clear();
   };
 
   // The checkpoint is committed with the rows it covers; a failed write resumes from the committed one.
@@ -259,6 +287,7 @@ export const openSqliteDeliveryIndex = (options: { readonly file: string; readon
     },
     failed(error) {
       staged.clear();
+      stagedApplied.clear();
       checkpoint = readMeta.get() as IndexCheckpoint;
       console.error(`delivery history index ${options.file}: a write failed, resuming from the last commit:`, error);
       return new ProjectionReset(`delivery history index: a write failed (${(error as Error).message}); resuming from the last commit`, { cause: error });
@@ -272,11 +301,13 @@ export const openSqliteDeliveryIndex = (options: { readonly file: string; readon
 
   const forgetSubscription = (subscriptionId: string): void => {
     for (const [id, indexed] of staged) if (indexed.delivery.subscriptionId === subscriptionId) staged.delete(id);
+    stagedApplied.delete(subscriptionId);
     forget.run(subscriptionId);
+    forgetApplied.run(subscriptionId);
   };
   /** This connection's reads see the staged changes too (in its open transaction). */
   const flushed = (): void => {
-    if (staged.size > 0) write(flush);
+    if (staged.size > 0 || stagedApplied.size > 0) write(flush);
   };
 
   return {
@@ -291,6 +322,14 @@ export const openSqliteDeliveryIndex = (options: { readonly file: string; readon
     replayOutcomes(subscriptionId, replayId) {
       flushed();
       return reads.replayOutcomes(subscriptionId, replayId);
+    },
+    waitingOf(subscriptionId) {
+      flushed();
+      return reads.waitingOf(subscriptionId);
+    },
+    appliedOf(subscriptionId) {
+      flushed();
+      return reads.appliedOf(subscriptionId);
     },
     async has(keys) {
       flushed();
@@ -314,6 +353,7 @@ export const openSqliteDeliveryIndex = (options: { readonly file: string; readon
         if (change.kind === 'subscription_deleted') forgetSubscription(change.subscriptionId);
         else {
           change.deliveries.forEach((indexed) => staged.set(indexed.delivery.id, indexed));
+          if (change.applied !== null) stagedApplied.set(change.applied.subscriptionId, change.applied);
           written = Math.max(1, change.deliveries.length);
           fannedOutThrough = Math.max(fannedOutThrough, change.fannedOutThrough);
         }
@@ -344,7 +384,8 @@ export const openSqliteDeliveryIndex = (options: { readonly file: string; readon
     async clear() {
       write(() => {
         staged.clear();
-        db.exec('DELETE FROM deliveries');
+        stagedApplied.clear();
+        db.exec('DELETE FROM deliveries; DELETE FROM streams');
         checkpoint = { position: 0, fannedOutThrough: 0 };
       });
       commit();

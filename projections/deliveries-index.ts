@@ -9,10 +9,11 @@
 import { deliveryAggregate, unpackSteps, type Delivery, type DeliveryStatus } from '../src/domain/delivery/delivery.js';
 import { SUBSCRIPTION_EVENTS, subscriptionStream } from '../src/domain/subscription/subscription.js';
 import { DELIVERY_RECORD_TYPES } from '../src/domain/delivery/delivery.js';
+import { subscriptionOfStream } from '../src/domain/delivery/ids.js';
 import type { ProjectedEvent } from './tickets-store.js';
 
 /** Bumped whenever what the index keeps or how it evolves changes: a store of another version is rebuilt from the log. */
-export const DELIVERY_INDEX_VERSION = 2;
+export const DELIVERY_INDEX_VERSION = 3;
 
 /** The events the index applies. */
 export const DELIVERY_INDEX_TYPES: readonly string[] = [...DELIVERY_RECORD_TYPES, SUBSCRIPTION_EVENTS.deleted];
@@ -57,6 +58,36 @@ export interface DeliveryAsOf {
   readonly position: number;
 }
 
+/**
+ * A subscription's waiting deliveries as of the last record of its delivery stream the index applied:
+ * a dispatcher starts its view of them here and reads only the records after `revision`, never the
+ * stream from its first record.
+ */
+export interface WaitingAsOf {
+  readonly deliveries: readonly Delivery[];
+  /** Null when the index has applied nothing of the stream. */
+  readonly workspaceId: string | null;
+  /** The stream revision of the last record applied, -1 when none. */
+  readonly revision: number;
+  /** That record's log position, 0 when none. */
+  readonly position: number;
+}
+
+/** How far the index has applied a subscription's delivery stream, and how many of its deliveries wait. */
+export interface StreamApplied {
+  /** -1 when none. */
+  readonly revision: number;
+  readonly waiting: number;
+}
+
+/** What a dispatcher reads of a subscription's waiting deliveries (src/webhooks/dispatch/waiting.ts). */
+export interface WaitingReader {
+  /** In one read: the waiting deliveries and the stream revision they are as of. */
+  waitingOf(subscriptionId: string): Promise<WaitingAsOf>;
+  /** A cheap look (no delivery read): whether starting again from waitingOf beats reading the stream on. */
+  appliedOf(subscriptionId: string): Promise<StreamApplied>;
+}
+
 export interface DeliveryHistoryReader {
   page(query: HistoryQuery): Promise<HistoryPage>;
   /**
@@ -88,7 +119,7 @@ export interface DeliveryKey {
   readonly deliveryId: string;
 }
 
-export interface DeliveryIndex extends DeliveryHistoryReader {
+export interface DeliveryIndex extends DeliveryHistoryReader, WaitingReader {
   /**
    * Whether the index has each delivery (of that subscription), in the order asked, in one read: a
    * fan-out asks this of an event's deliveries at once, not one round trip per subscription.
@@ -110,9 +141,20 @@ export interface DeliveryIndex extends DeliveryHistoryReader {
   clear(): Promise<void>;
 }
 
-/** What one event changes: the deliveries it touched as they are now, or a deleted subscription's whole history. */
+/** The last record of a subscription's delivery stream an index applied (kept per subscription, for waitingOf). */
+export interface AppliedRecord {
+  readonly subscriptionId: string;
+  readonly revision: number;
+  readonly position: number;
+  readonly workspaceId: string;
+}
+
+/**
+ * What one event changes: the deliveries it touched as they are now and the stream record it is (null
+ * outside a delivery stream), or a deleted subscription's whole history.
+ */
 export type IndexChange =
-  | { readonly kind: 'deliveries'; readonly deliveries: readonly IndexedDelivery[]; readonly fannedOutThrough: number }
+  | { readonly kind: 'deliveries'; readonly deliveries: readonly IndexedDelivery[]; readonly fannedOutThrough: number; readonly applied: AppliedRecord | null }
   | { readonly kind: 'subscription_deleted'; readonly subscriptionId: string };
 
 /**
@@ -130,7 +172,9 @@ export const indexChange = (event: ProjectedEvent, current: (deliveryId: string)
     if (after !== null && after !== before) touched.set(id, after);
     if (step.type === 'delivery.scheduled') fannedOutThrough = Math.max(fannedOutThrough, Number(step.data['fanned_out_through']));
   }
-  return { kind: 'deliveries', deliveries: [...touched.values()].map((delivery) => ({ delivery, workspaceId: event.workspaceId })), fannedOutThrough };
+  const subscriptionId = subscriptionOfStream(event.stream);
+  const applied = subscriptionId === null ? null : { subscriptionId, revision: event.revision, position: event.position, workspaceId: event.workspaceId };
+  return { kind: 'deliveries', deliveries: [...touched.values()].map((delivery) => ({ delivery, workspaceId: event.workspaceId })), fannedOutThrough, applied };
 };
 
 /** Whether `a` is listed before `b` (newest first, then by id). */

@@ -251,6 +251,7 @@ const onScript = (index: Index, script: 'historyRead' | 'historyApply', seen: (r
       'SADD waiting',
       'HSET docs',
       'ZADD ahead',
+      'HSET streams',
       'HSET meta',
     ]);
     // Its subscription, event type, creation time and workspace are as they were: only its status moved.
@@ -262,6 +263,7 @@ const onScript = (index: Index, script: 'historyRead' | 'historyApply', seen: (r
       'SREM waiting',
       'ZADD settled',
       'HSET docs',
+      'HSET streams',
       'HSET meta',
     ]);
     expect((await index.page({ subscriptionId: 's1', status: 'delivered', eventType: 'ticket.created', limit: 10 })).items.map((d) => d.id)).to.deep.equal(['d000']);

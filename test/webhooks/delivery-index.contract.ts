@@ -1,13 +1,15 @@
 // One contract for every DeliveryIndex adapter: pages by cursor in listing order, each filter and
 // their combinations against a brute-force reading of the same deliveries, the checkpoint, what a
-// restart takes over, retention pruning and a deleted subscription.
+// restart takes over, a subscription's waiting deliveries as of its stream's revision, retention
+// pruning and a deleted subscription.
 import { expect } from 'chai';
 import type { Decided } from '../../src/domain/aggregate.js';
-import { deliveryAggregate, packSteps, type Delivery, type DeliveryCommand, type DeliveryStatus } from '../../src/domain/delivery/delivery.js';
+import { packSteps, type DeliveryStatus } from '../../src/domain/delivery/delivery.js';
 import { deliveryStream } from '../../src/domain/delivery/ids.js';
 import { SUBSCRIPTION_EVENTS, subscriptionStream } from '../../src/domain/subscription/subscription.js';
 import type { DeliveryIndex, HistoryQuery } from '../../projections/deliveries-index.js';
 import type { ProjectedEvent } from '../../projections/tickets-store.js';
+import { deliverySteps } from '../support/delivery-steps.js';
 
 export interface DeliveryIndexFixture {
   readonly index: DeliveryIndex;
@@ -23,50 +25,20 @@ const TYPES = ['ticket.created', 'ticket.updated', 'message.created'];
 const deliveryLog = () => {
   let position = 0;
   const revisions = new Map<string, number>();
-  const states = new Map<string, Delivery>();
   const event = (stream: string, type: string, data: ProjectedEvent['data']): ProjectedEvent => {
     const revision = revisions.get(stream) ?? 0;
     revisions.set(stream, revision + 1);
     position += 1;
     return { id: `e${position}`, type, data, workspaceId: 'ws', position, stream, revision };
   };
-  const decide = (id: string, command: DeliveryCommand): Decided[] => {
-    const result = deliveryAggregate.decide(command, states.get(id) ?? null);
-    if (result._tag === 'Left') throw new Error(result.left.message);
-    const next = result.right.reduce(deliveryAggregate.evolve, states.get(id) ?? null);
-    if (next !== null) states.set(id, next);
-    return [...result.right];
-  };
+  const steps = deliverySteps(T0);
   return {
-    states,
+    ...steps,
     /** One packed record of a subscription's steps. */
-    record: (subscriptionId: string, steps: readonly Decided[]): ProjectedEvent => {
-      const packed = packSteps(steps);
+    record: (subscriptionId: string, decided: readonly Decided[]): ProjectedEvent => {
+      const packed = packSteps(decided);
       return event(deliveryStream(subscriptionId), packed.type, packed.data);
     },
-    schedule: (subscriptionId: string, id: string, options: { eventType?: string; at?: number; eventPosition?: number; fannedOutThrough?: number; replayId?: string } = {}) =>
-      decide(id, {
-        kind: 'schedule',
-        deliveryId: id,
-        subscriptionId,
-        eventId: `event-${id}`,
-        eventType: options.eventType ?? 'ticket.created',
-        eventPosition: options.eventPosition ?? 1,
-        fannedOutThrough: options.fannedOutThrough ?? 0,
-        ...(options.replayId === undefined ? {} : { replayId: options.replayId }),
-        at: options.at ?? T0,
-      }),
-    /** One attempt: delivered, failed for good (no retry left), or failed with a retry due. */
-    attempt: (id: string, outcome: 'delivered' | 'failed' | 'retry', at = T0 + 1) =>
-      decide(id, {
-        kind: 'record_attempt',
-        attempt: (states.get(id)?.attempt ?? 0) + 1,
-        outcome: { delivered: outcome === 'delivered', statusCode: outcome === 'delivered' ? 200 : 500, error: outcome === 'delivered' ? null : 'http 500', latencyMs: 3 },
-        at,
-        retryDelaysMs: outcome === 'retry' ? [30] : [],
-      }),
-    cancel: (id: string) => decide(id, { kind: 'cancel', reason: 'subscription_inactive', at: T0 + 2 }),
-    retry: (id: string) => decide(id, { kind: 'retry', at: T0 + 3 }),
     deleted: (subscriptionId: string): ProjectedEvent => event(subscriptionStream(subscriptionId), SUBSCRIPTION_EVENTS.deleted, {}),
   };
 };
@@ -254,6 +226,41 @@ export const deliveryIndexContract = (name: string, factory: () => Promise<Deliv
       expect(await fixture.index.replayOutcomes('s2', 'R')).to.deep.equal({ waiting: 0, delivered: 0, failed: 0, cancelled: 0, attempted: 0 });
       await apply([log.deleted('s1')]);
       expect(await fixture.index.replayOutcomes('s1', 'R')).to.deep.equal({ waiting: 0, delivered: 0, failed: 0, cancelled: 0, attempted: 0 });
+    });
+
+    it("reads a subscription's waiting deliveries with the last record of its stream applied, and how many wait, in one read each", async () => {
+      const log = deliveryLog();
+      expect(await fixture.index.waitingOf('s1')).to.deep.equal({ deliveries: [], workspaceId: null, revision: -1, position: 0 });
+      expect(await fixture.index.appliedOf('s1')).to.deep.equal({ revision: -1, waiting: 0 });
+      const first = log.record('s1', [...log.schedule('s1', 'd1'), ...log.schedule('s1', 'd2'), ...log.schedule('s1', 'd3')]);
+      const other = log.record('s2', log.schedule('s2', 'elsewhere'));
+      const second = log.record('s1', [...log.attempt('d1', 'delivered'), ...log.attempt('d2', 'retry')]);
+      await apply([first, other, second]);
+      const waitingOf = async (subscriptionId: string) => {
+        const read = await fixture.index.waitingOf(subscriptionId);
+        return { ...read, deliveries: [...read.deliveries].sort((a, b) => (a.id < b.id ? -1 : 1)) };
+      };
+      expect(await waitingOf('s1')).to.deep.equal({ deliveries: [log.states.get('d2'), log.states.get('d3')], workspaceId: 'ws', revision: second.revision, position: second.position });
+      expect(await fixture.index.appliedOf('s1')).to.deep.equal({ revision: second.revision, waiting: 2 });
+      expect(await waitingOf('s2')).to.deep.equal({ deliveries: [log.states.get('elsewhere')], workspaceId: 'ws', revision: other.revision, position: other.position });
+      // Settled and cancelled ones leave; one retried by hand waits again.
+      await apply([log.record('s1', [...log.attempt('d2', 'failed'), ...log.cancel('d3')])]);
+      const retried = log.record('s1', log.retry('d2'));
+      await apply([retried]);
+      expect(await waitingOf('s1')).to.deep.equal({ deliveries: [log.states.get('d2')], workspaceId: 'ws', revision: retried.revision, position: retried.position });
+      let { index } = fixture;
+      if (fixture.reopen !== null) {
+        await new Promise((resolve) => setImmediate(resolve));
+        index = await fixture.reopen();
+        expect(await index.appliedOf('s1')).to.deep.equal({ revision: retried.revision, waiting: 1 });
+      }
+      await apply([log.deleted('s1')], index);
+      expect(await index.waitingOf('s1')).to.deep.equal({ deliveries: [], workspaceId: null, revision: -1, position: 0 });
+      await index.forget('s2');
+      expect(await index.appliedOf('s2')).to.deep.equal({ revision: -1, waiting: 0 });
+      await apply([log.record('s3', log.schedule('s3', 'd4'))], index);
+      await index.clear();
+      expect(await index.appliedOf('s3')).to.deep.equal({ revision: -1, waiting: 0 });
     });
 
     it('tells which deliveries it has, each only under its own subscription, in the order asked', async () => {

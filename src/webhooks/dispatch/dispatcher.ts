@@ -13,7 +13,7 @@ import { deliveryIdOf, deliveryStream, legacyDeliveryIdOf, replayDeliveryIdOf } 
 import { isPublicEventType } from '../../domain/event-types.js';
 import type { MicrosClock } from '../../log/clock.js';
 import type { EventLog, RecordedEvent } from '../../log/event-log.js';
-import type { DeliveryAsOf, DeliveryKey } from '../../../projections/deliveries-index.js';
+import type { DeliveryAsOf, DeliveryKey, WaitingReader } from '../../../projections/deliveries-index.js';
 import { createKeyedLock } from '../../shared/keyed-lock.js';
 import type { AttemptOutcome, Sender } from '../sender.js';
 import type { SubscriptionDirectory, SubscriptionRow } from '../subscriptions.js';
@@ -75,6 +75,8 @@ export interface DeliveryRecords {
    * restart read are remembered instead (`resume`).
    */
   recorded?(keys: readonly DeliveryKey[]): Promise<readonly boolean[]>;
+  /** Where a subscription's waiting deliveries are read from before its stream's later records; absent: the stream from its first record. */
+  readonly seeds?: WaitingReader;
 }
 
 /** The deliveries as the log has them: folded from every delivery record, or a subscription's whole stream. */
@@ -174,7 +176,7 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
   const schedule: RetrySchedule = 'shared' in deps.schedule ? deps.schedule.shared : deps.schedule.own;
   const records = deps.records ?? recordsFromLog(log);
   const recorder = createRecorder(log);
-  const waiting = createWaitingDeliveries(log);
+  const waiting = createWaitingDeliveries(log, records.seeds);
   const punctuality = createPunctuality();
   const pending = new Map<string, Pending>();
   const bySubscription = new Map<string, Set<string>>();

@@ -7,7 +7,7 @@ import type { MicrosClock } from '../../log/clock.js';
 import type { EventLog } from '../../log/event-log.js';
 import { deliveryNow } from './delivery-now.js';
 import type { DeliveryRecords } from './dispatcher.js';
-import { DELIVERY_INDEX_TYPES, type DeliveryHistoryReader, type DeliveryIndex, type PendingDeliveries } from '../../../projections/deliveries-index.js';
+import { DELIVERY_INDEX_TYPES, type DeliveryHistoryReader, type DeliveryIndex, type PendingDeliveries, type WaitingReader } from '../../../projections/deliveries-index.js';
 
 /** Deliveries pruned per transaction, so a prune never holds the index for long. */
 const PRUNE_BATCH = 1_000;
@@ -31,9 +31,10 @@ export interface HistoryIndexer {
  * A dispatcher's reads of deliveries it does not hold, from the index (and the records after its
  * position), never the whole log; `pending` reads what waits once the index has caught up with the log.
  */
-export const recordsFromIndex = (log: EventLog, index: DeliveryHistoryReader, pending: () => Promise<PendingDeliveries>): DeliveryRecords => ({
+export const recordsFromIndex = (log: EventLog, index: DeliveryHistoryReader & WaitingReader, pending: () => Promise<PendingDeliveries>): DeliveryRecords => ({
   waiting: async () => (await pending()).deliveries.filter(({ delivery }) => delivery.status === 'waiting'),
   current: (subscriptionId, deliveryId) => deliveryNow(index, log, subscriptionId, deliveryId),
+  seeds: index,
 });
 
 export const createHistoryIndexer = (

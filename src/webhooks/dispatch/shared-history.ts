@@ -34,7 +34,7 @@ const endProcess = (error: Error): void => {
 };
 
 /** The index's reads for a dispatcher fed by Kafka: an event handed over again finds its deliveries in the index. */
-export const recordsForKafka = (log: EventLog, index: DeliveryHistoryReader & Pick<DeliveryIndex, 'has'>, pending: () => Promise<PendingDeliveries>): DeliveryRecords => ({
+export const recordsForKafka = (log: EventLog, index: DeliveryHistoryReader & Pick<DeliveryIndex, 'has' | 'waitingOf' | 'appliedOf'>, pending: () => Promise<PendingDeliveries>): DeliveryRecords => ({
   ...recordsFromIndex(log, index, pending),
   recorded: (keys) => index.has(keys),
 });

@@ -2,9 +2,17 @@
 // a shared schedule every claimed attempt is read back from the log; re-reading and folding the whole
 // subscription stream per attempt costs time in the size of its history (quadratic over a burst, and
 // it starves the event loop). Only waiting deliveries are kept, so memory follows what is pending.
+//
+// Where the delivery-history index is at hand (`seeds`), a view starts from it rather than from the
+// stream's first record: the subscription's waiting deliveries as of the last record the index
+// applied, then the records after it. A view left alone for a while starts again the same way when
+// the index says that reads less than catching up would. Reading a stream of tens of thousands of
+// records whole held a dispatcher's main thread for seconds (the distributed roles' late minutes).
+import { performance } from 'node:perf_hooks';
 import { deliveryAggregate, unpackSteps, type Delivery } from '../../domain/delivery/delivery.js';
 import { deliveryStream } from '../../domain/delivery/ids.js';
 import type { EventLog } from '../../log/event-log.js';
+import type { WaitingReader } from '../../../projections/deliveries-index.js';
 
 export interface WaitingView {
   readonly deliveries: ReadonlyMap<string, Delivery>;
@@ -26,16 +34,50 @@ interface Cached {
   workspaceId: string | null;
   position: number;
   nextRevision: number;
+  /** When it last caught up (performance.now()), null before its first read. */
+  caughtUpAt: number | null;
   /** Catch-ups run one at a time per stream, each from where the previous one stopped. */
   tail: Promise<void>;
   /** The catch-up not started yet: readers arriving meanwhile share it (it will see all they need). */
   queued: Promise<void> | null;
 }
 
-export const createWaitingDeliveries = (log: EventLog): WaitingDeliveries => {
+/** A view caught up within this long only reads on; an older one first asks the index how far behind it is. */
+export const STALE_MS = 1_000;
+
+export const createWaitingDeliveries = (log: EventLog, seeds?: WaitingReader, staleMs = STALE_MS): WaitingDeliveries => {
   const cache = new Map<string, Cached>();
+  /** Whether the last read of the index failed: said once, not at every read while it lasts. */
+  let seedFailing = false;
+
+  /** Starts a cold view, or a stale one further behind than what waits, from the index. */
+  const startOver = async (index: WaitingReader, subscriptionId: string, cached: Cached): Promise<void> => {
+    if (cached.caughtUpAt !== null) {
+      if (performance.now() - cached.caughtUpAt < staleMs) return;
+      const { revision, waiting } = await index.appliedOf(subscriptionId);
+      if (revision + 1 - cached.nextRevision <= waiting) return;
+    }
+    const seed = await index.waitingOf(subscriptionId);
+    // The index has applied no more of the stream than this view has read: reading on is less.
+    if (seed.revision < cached.nextRevision) return;
+    cached.deliveries.clear();
+    for (const delivery of seed.deliveries) cached.deliveries.set(delivery.id, delivery);
+    cached.workspaceId = seed.workspaceId;
+    cached.position = seed.position;
+    cached.nextRevision = seed.revision + 1;
+  };
 
   const catchUp = async (subscriptionId: string, cached: Cached): Promise<void> => {
+    if (seeds !== undefined) {
+      try {
+        await startOver(seeds, subscriptionId, cached);
+        seedFailing = false;
+      } catch (error) {
+        // The log is the source of truth: read on from it, only slower.
+        if (!seedFailing) console.warn(`webhook ${subscriptionId}: its waiting deliveries are read from the log, the delivery history index being out of reach:`, error);
+        seedFailing = true;
+      }
+    }
     const events = await log.readStream(deliveryStream(subscriptionId), cached.nextRevision);
     for (const event of events) {
       for (const step of unpackSteps(event)) {
@@ -48,13 +90,14 @@ export const createWaitingDeliveries = (log: EventLog): WaitingDeliveries => {
       cached.position = event.position;
       cached.nextRevision = event.revision + 1;
     }
+    cached.caughtUpAt = performance.now();
   };
 
   return {
     async read(subscriptionId) {
       let cached = cache.get(subscriptionId);
       if (cached === undefined) {
-        cached = { deliveries: new Map(), workspaceId: null, position: 0, nextRevision: 0, tail: Promise.resolve(), queued: null };
+        cached = { deliveries: new Map(), workspaceId: null, position: 0, nextRevision: 0, caughtUpAt: null, tail: Promise.resolve(), queued: null };
         cache.set(subscriptionId, cached);
       }
       const entry = cached;

@@ -43,7 +43,7 @@ interface Cached {
 }
 
 /** A view caught up within this long only reads on; an older one first asks the index how far behind it is. */
-export const STALE_MS = 1_000;
+const STALE_MS = 1_000;
 
 export const createWaitingDeliveries = (log: EventLog, seeds?: WaitingReader, staleMs = STALE_MS): WaitingDeliveries => {
   const cache = new Map<string, Cached>();

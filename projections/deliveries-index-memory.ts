@@ -3,7 +3,7 @@
 // tests. Each subscription's deliveries are kept in listing order, so a page starts with a binary
 // search; filters are applied while scanning from there (a page with a rare filter scans further).
 import type { Delivery } from '../src/domain/delivery/delivery.js';
-import { indexChange, keyOf, listedBefore, noDeliveries, type AppliedRecord, type DeliveryIndex, type HistoryKey, type IndexCheckpoint, type IndexedDelivery } from './deliveries-index.js';
+import { indexChange, keyOf, listedBefore, noDeliveries, NOTHING_APPLIED, type AppliedRecord, type DeliveryIndex, type HistoryKey, type IndexCheckpoint, type IndexedDelivery } from './deliveries-index.js';
 
 /** The first index of `keys` for which `holds` is false; it must hold for a prefix of them. */
 const partition = (keys: readonly HistoryKey[], holds: (key: HistoryKey) => boolean): number => {
@@ -103,8 +103,9 @@ export const createMemoryDeliveryIndex = (): DeliveryIndex => {
     },
     async waitingOf(subscriptionId) {
       const last = applied.get(subscriptionId);
+      if (last === undefined) return NOTHING_APPLIED;
       const deliveries = [...(waitingBy.get(subscriptionId) ?? [])].map((id) => (byId.get(id) as IndexedDelivery).delivery);
-      return { deliveries, workspaceId: last?.workspaceId ?? null, revision: last?.revision ?? -1, position: last?.position ?? 0 };
+      return { deliveries, workspaceId: last.workspaceId, revision: last.revision, position: last.position };
     },
     async appliedOf(subscriptionId) {
       return { revision: applied.get(subscriptionId)?.revision ?? -1, waiting: waitingBy.get(subscriptionId)?.size ?? 0 };

@@ -32,7 +32,18 @@ import type { Redis } from 'ioredis';
 import { ProjectionReset } from '../src/app/projection-runner.js';
 import { unpackSteps, type Delivery } from '../src/domain/delivery/delivery.js';
 import { createRedisClient, redisReady } from '../src/shared/redis.js';
-import { DELIVERY_INDEX_VERSION, indexChange, noDeliveries, type AppliedRecord, type DeliveryIndex, type HistoryQuery, type IndexCheckpoint, type IndexedDelivery } from './deliveries-index.js';
+import {
+  DELIVERY_INDEX_VERSION,
+  indexChange,
+  noDeliveries,
+  NOTHING_APPLIED,
+  type AppliedRecord,
+  type DeliveryIndex,
+  type HistoryQuery,
+  type IndexCheckpoint,
+  type IndexedDelivery,
+  type WaitingAsOf,
+} from './deliveries-index.js';
 import { batchedApplies, bindEpochLua, READ_MODEL_COMMAND_TIMEOUT_MS, readOf, unlinkTagged, type Scripted } from './redis-read-models.js';
 import type { ProjectedEvent } from './tickets-store.js';
 
@@ -183,6 +194,7 @@ return out`,
   // ARGV: prefix, subscription. Returns its last record applied ('' when none), then the JSON of each of its waiting deliveries.
   historyWaitingOf: `
 local out = { redis.call('HGET', streams, ARGV[2]) or '' }
+if out[1] == '' then return out end
 for _, id in ipairs(redis.call('ZRANGE', prefix .. 's:' .. ARGV[2] .. ':st:waiting', 0, -1)) do out[#out + 1] = redis.call('HGET', docs, id) end
 return out`,
 
@@ -227,9 +239,9 @@ const setOf = (query: HistoryQuery): string =>
   `s:${query.subscriptionId}${query.status === undefined ? '' : `:st:${query.status}`}${query.eventType === undefined ? '' : `:t:${query.eventType}`}`;
 
 /** A stream's last record applied as `streams` has it ('revision position workspace'; '' for none). */
-const appliedRecordOf = (text: string): { revision: number; position: number; workspaceId: string | null } => {
+const appliedRecordOf = (text: string): Omit<WaitingAsOf, 'deliveries'> => {
   const [revision, position, ...workspace] = text.split(' ');
-  return text === '' ? { revision: -1, position: 0, workspaceId: null } : { revision: Number(revision), position: Number(position), workspaceId: workspace.join(' ') };
+  return text === '' ? NOTHING_APPLIED : { revision: Number(revision), position: Number(position), workspaceId: workspace.join(' ') };
 };
 
 /** The lease of the one writer that applies the log to a shared index. */

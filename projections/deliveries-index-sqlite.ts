@@ -14,8 +14,9 @@
 // checkpoint, committed in the transaction of the rows they cover; `streams` the last record applied
 // of each subscription's delivery stream, so its waiting deliveries come with the revision they are as of.
 //
-// Versions. user_version is DELIVERY_INDEX_VERSION: a file of another version is emptied and rebuilt
-// from the log. A file that is not ours is refused. Nothing here needs an fsync: the log is durable,
+// Versions. user_version is DELIVERY_INDEX_VERSION: a file of a version that MIGRATIONS takes forward
+// is brought up to date in place, any other is emptied and rebuilt from the log (a minute a million
+// deliveries, before the service listens). A file that is not ours is refused. Nothing here needs an fsync: the log is durable,
 // this file is rebuilt from it (synchronous=NORMAL never leaves half a commit).
 import Database from 'better-sqlite3';
 import { ProjectionReset } from '../src/app/projection-runner.js';
@@ -33,6 +34,7 @@ import {
   type IndexedDelivery,
   type PendingDeliveries,
   type WaitingReader,
+  NOTHING_APPLIED,
 } from './deliveries-index.js';
 
 /** The file's name in DATA_DIR. */
@@ -57,6 +59,8 @@ export const COMMIT_AFTER_MS = 100;
 const WAL_CHECKPOINT_PAGES = 10_000;
 const WAL_LIMIT_BYTES = 64 * 1024 * 1024;
 
+const STREAMS = 'CREATE TABLE streams (sub TEXT PRIMARY KEY, revision INTEGER NOT NULL, position INTEGER NOT NULL, workspace TEXT NOT NULL) WITHOUT ROWID;';
+
 const SCHEMA = `
 CREATE TABLE meta (id INTEGER PRIMARY KEY CHECK (id = 1), position INTEGER NOT NULL, fanned_out_through INTEGER NOT NULL);
 INSERT INTO meta VALUES (1, 0, 0);
@@ -73,7 +77,7 @@ CREATE TABLE deliveries (
   attempted INTEGER NOT NULL DEFAULT 0,
   json TEXT NOT NULL
 );
-CREATE TABLE streams (sub TEXT PRIMARY KEY, revision INTEGER NOT NULL, position INTEGER NOT NULL, workspace TEXT NOT NULL) WITHOUT ROWID;
+${STREAMS}
 CREATE INDEX d_sub ON deliveries (sub, created_at, id);
 CREATE INDEX d_sub_status ON deliveries (sub, status, created_at, id);
 CREATE INDEX d_sub_type ON deliveries (sub, event_type, created_at, id);
@@ -84,6 +88,15 @@ CREATE INDEX d_event_position ON deliveries (event_position);
 CREATE INDEX d_replay ON deliveries (replay, sub, status, attempted) WHERE replay IS NOT NULL;
 `;
 
+/**
+ * What takes a file of an older version to the next one, by the version it has. Version 3 added
+ * `streams`: empty at first and right so, since the rows already reflect every record applied; a
+ * subscription's entry comes with the next record of its stream applied, and until then a dispatcher
+ * reads that stream from its first record, as version 2's release did. (The Redis index is rebuilt
+ * instead: dispatchers of both releases may apply it at once during an upgrade.)
+ */
+const MIGRATIONS: Readonly<Record<number, string>> = { 2: STREAMS };
+
 /** The file cannot be used as the index (another application's database, or not a database). */
 export class DeliveryIndexUnavailable extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
@@ -92,11 +105,17 @@ export class DeliveryIndexUnavailable extends Error {
   }
 }
 
-/** Creates the schema on a new file, empties one of another version, refuses anything else. */
+/** Creates the schema on a new file, brings one of an older version forward where MIGRATIONS can, empties one of any other version, refuses anything else. */
 const prepareFile = (db: Database.Database, file: string): void => {
   const applicationId = db.pragma('application_id', { simple: true }) as number;
   if (applicationId === APPLICATION_ID) {
-    if (db.pragma('user_version', { simple: true }) === DELIVERY_INDEX_VERSION) return;
+    const stored = db.pragma('user_version', { simple: true }) as number;
+    let version = stored;
+    for (; version < DELIVERY_INDEX_VERSION && MIGRATIONS[version] !== undefined; version++) db.exec(MIGRATIONS[version] as string);
+    if (version === DELIVERY_INDEX_VERSION) {
+      if (version !== stored) db.pragma(`user_version = ${version}`);
+      return;
+    }
     const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'").pluck().all() as string[];
     for (const table of tables) db.exec(`DROP TABLE "${table}"`);
   } else if (applicationId !== 0 || (db.prepare('SELECT count(*) FROM sqlite_master').pluck().get() as number) > 0) {
@@ -170,8 +189,9 @@ const historyReads = (db: Database.Database): Omit<SqliteDeliveryHistory, 'close
       // One read transaction: the rows as of the stream record read with them.
       const read = db.transaction(() => {
         const last = prepared('SELECT revision, position, workspace FROM streams WHERE sub = ?').get(subscriptionId) as { revision: number; position: number; workspace: string } | undefined;
+        if (last === undefined) return NOTHING_APPLIED;
         const rows = prepared("SELECT json FROM deliveries INDEXED BY d_sub_status WHERE sub = ? AND status = 'waiting'").pluck().all(subscriptionId) as string[];
-        return { deliveries: rows.map(deliveryOf), workspaceId: last?.workspace ?? null, revision: last?.revision ?? -1, position: last?.position ?? 0 };
+        return { deliveries: rows.map(deliveryOf), workspaceId: last.workspace, revision: last.revision, position: last.position };
       });
       return read.deferred();
     },

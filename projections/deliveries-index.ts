@@ -73,6 +73,9 @@ export interface WaitingAsOf {
   readonly position: number;
 }
 
+/** What waitingOf answers for a stream of which the index has applied nothing (or nothing since it began keeping streams). */
+export const NOTHING_APPLIED: WaitingAsOf = { deliveries: [], workspaceId: null, revision: -1, position: 0 };
+
 /** How far the index has applied a subscription's delivery stream, and how many of its deliveries wait. */
 export interface StreamApplied {
   /** -1 when none. */
@@ -82,7 +85,7 @@ export interface StreamApplied {
 
 /** What a dispatcher reads of a subscription's waiting deliveries (src/webhooks/dispatch/waiting.ts). */
 export interface WaitingReader {
-  /** In one read: the waiting deliveries and the stream revision they are as of. */
+  /** In one read: the waiting deliveries and the stream revision they are as of (NOTHING_APPLIED when it knows of no record of the stream). */
   waitingOf(subscriptionId: string): Promise<WaitingAsOf>;
   /** A cheap look (no delivery read): whether starting again from waitingOf beats reading the stream on. */
   appliedOf(subscriptionId: string): Promise<StreamApplied>;

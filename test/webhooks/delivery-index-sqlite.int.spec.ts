@@ -1,5 +1,6 @@
 // The delivery-history index in SQLite (the embedded mode): the contract, with the file opened again as
-// a restart does, and what only a file has: a reader on a second connection, another version, a foreign file.
+// a restart does, and what only a file has: a reader on a second connection, another version, the
+// previous version taken forward in place, a foreign file.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
@@ -40,16 +41,16 @@ describe('delivery history index file (int)', () => {
   });
   afterEach(() => temp.remove());
 
-  const scheduled = (position: number) => ({
+  const scheduled = (position: number, subscription = 's1') => ({
     id: `e${position}`,
     position,
     revision: position - 1,
-    stream: 'deliveries-s1',
+    stream: `deliveries-${subscription}`,
     workspaceId: 'ws',
     ...packSteps([
       {
         type: 'delivery.scheduled',
-        data: { delivery_id: `d${position}`, subscription_id: 's1', event_id: `x${position}`, event_type: 'ticket.created', event_position: position, fanned_out_through: 0, scheduled_at: 1_000 + position },
+        data: { delivery_id: `d${position}`, subscription_id: subscription, event_id: `x${position}`, event_type: 'ticket.created', event_position: position, fanned_out_through: 0, scheduled_at: 1_000 + position },
       },
     ]),
   });
@@ -139,6 +140,39 @@ describe('delivery history index file (int)', () => {
     } finally {
       await reopened.close();
     }
+  });
+
+  it("takes a file of the previous version (2: no stream records) forward in place, keeping its rows and checkpoint", async () => {
+    const writer = openSqliteDeliveryIndex({ file: temp.file });
+    writer.apply(scheduled(1));
+    writer.apply(scheduled(2, 's2'));
+    await writer.close();
+    // Version 2's file is this one without `streams`.
+    const db = new Database(temp.file);
+    db.exec('DROP TABLE streams');
+    db.pragma('user_version = 2');
+    db.close();
+    const reader = openSqliteDeliveryHistory({ file: temp.file });
+    const reopened = openSqliteDeliveryIndex({ file: temp.file });
+    try {
+      expect(await reopened.checkpoint()).to.deep.equal({ position: 2, fannedOutThrough: 0 });
+      expect((await reopened.page({ subscriptionId: 's1', limit: 10 })).items.map((d) => d.id)).to.deep.equal(['d1']);
+      // Nothing known of the streams yet: a dispatcher reads them from their first record.
+      expect(await reader.waitingOf('s1')).to.deep.equal({ deliveries: [], workspaceId: null, revision: -1, position: 0 });
+      expect(await reopened.appliedOf('s1')).to.deep.equal({ revision: -1, waiting: 1 });
+      // The next record of a stream brings its entry, with the rows that already reflect every record before it.
+      reopened.apply(scheduled(3));
+      reopened.commit();
+      const seed = await reader.waitingOf('s1');
+      expect({ ...seed, deliveries: seed.deliveries.map((d) => d.id).sort() }).to.deep.equal({ deliveries: ['d1', 'd3'], workspaceId: 'ws', revision: 2, position: 3 });
+      expect(await reader.appliedOf('s2')).to.deep.equal({ revision: -1, waiting: 1 });
+    } finally {
+      await reader.close();
+      await reopened.close();
+    }
+    const after = new Database(temp.file);
+    expect(after.pragma('user_version', { simple: true })).to.equal(DELIVERY_INDEX_VERSION);
+    after.close();
   });
 
   it("refuses another application's database, writing nothing to it", () => {

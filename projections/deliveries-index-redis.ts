@@ -240,8 +240,9 @@ const setOf = (query: HistoryQuery): string =>
 
 /** A stream's last record applied as `streams` has it ('revision position workspace'; '' for none). */
 const appliedRecordOf = (text: string): Omit<WaitingAsOf, 'deliveries'> => {
+  if (text === '') return NOTHING_APPLIED;
   const [revision, position, ...workspace] = text.split(' ');
-  return text === '' ? NOTHING_APPLIED : { revision: Number(revision), position: Number(position), workspaceId: workspace.join(' ') };
+  return { revision: Number(revision), position: Number(position), workspaceId: workspace.join(' ') };
 };
 
 /** The lease of the one writer that applies the log to a shared index. */
@@ -405,7 +406,7 @@ export const createRedisDeliveryIndex = (options: RedisDeliveryIndexOptions): De
     async waitingOf(subscriptionId) {
       const [last, ...docs] = (await reach(() => client.historyWaitingOf(...keys, prefix, subscriptionId))) as [string, ...(string | null)[]];
       const deliveries = docs.flatMap((json) => (typeof json === 'string' ? [JSON.parse(json) as Delivery] : []));
-      return { deliveries, ...appliedRecordOf(last) };
+      return { ...appliedRecordOf(last), deliveries };
     },
     async appliedOf(subscriptionId) {
       const replies = await reach(() => client.multi().hget(keys[7] as string, subscriptionId).zcard(`${prefix}s:${subscriptionId}:st:waiting`).exec());

@@ -16,8 +16,8 @@
 //
 // Versions. user_version is DELIVERY_INDEX_VERSION: a file of a version that MIGRATIONS takes forward
 // is brought up to date in place, any other is emptied and rebuilt from the log (a minute a million
-// deliveries, before the service listens). A file that is not ours is refused. Nothing here needs an fsync: the log is durable,
-// this file is rebuilt from it (synchronous=NORMAL never leaves half a commit).
+// deliveries, before the service listens). A file that is not ours is refused. Nothing here needs an
+// fsync: the log is durable, this file is rebuilt from it (synchronous=NORMAL never leaves half a commit).
 import Database from 'better-sqlite3';
 import { ProjectionReset } from '../src/app/projection-runner.js';
 import type { Delivery, DeliveryStatus } from '../src/domain/delivery/delivery.js';
@@ -26,6 +26,7 @@ import {
   DELIVERY_INDEX_VERSION,
   indexChange,
   noDeliveries,
+  NOTHING_APPLIED,
   type AppliedRecord,
   type DeliveryHistoryReader,
   type DeliveryIndex,
@@ -34,7 +35,6 @@ import {
   type IndexedDelivery,
   type PendingDeliveries,
   type WaitingReader,
-  NOTHING_APPLIED,
 } from './deliveries-index.js';
 
 /** The file's name in DATA_DIR. */

@@ -172,19 +172,104 @@ export const prepareHistory = async (
   return { key, big, small };
 };
 
-/** A receiver that answers every delivery 200. */
-const startBenchReceiver = async (): Promise<{ readonly url: string; close(): void }> => {
+/** One delivery the bench receiver got: when, and how long after its event's commit (the body's `timestamp`). */
+export interface Arrival {
+  readonly at: number;
+  readonly lagMs: number;
+}
+
+export interface BenchReceiver {
+  readonly url: string;
+  /** Every delivery received so far, in order. */
+  readonly arrivals: readonly Arrival[];
+  close(): void;
+}
+
+/** A receiver that answers every delivery 200 and notes how late it came. */
+const startBenchReceiver = async (): Promise<BenchReceiver> => {
+  const arrivals: Arrival[] = [];
   const receiver = createServer((req, res) => {
-    req.resume();
-    req.on('end', () => res.end('ok'));
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const at = Date.now();
+      const timestamp = (JSON.parse(Buffer.concat(chunks).toString()) as { timestamp: string }).timestamp;
+      arrivals.push({ at, lagMs: at - Date.parse(timestamp) });
+      res.end('ok');
+    });
   });
   await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-  return { url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`, close: () => receiver.close() };
+  return { url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`, arrivals, close: () => receiver.close() };
 };
+
+export interface ReplayStartFigures {
+  /** From the request to `completed`, of a replay that matches no event: the driver's start alone. */
+  readonly bigMs: number;
+  readonly smallMs: number;
+  /** Commit → receipt of the live deliveries before the replays, and from the big one's request until a second after it completed. */
+  readonly liveAlone: ReturnType<typeof quantiles>;
+  readonly liveDuring: ReturnType<typeof quantiles>;
+}
+
+/**
+ * What starting a replay costs at this history: the small subscription (the ceiling) and then the
+ * big one each replay a range that holds no event (so the time to `completed` is the driver's start),
+ * while tickets are written at WRITES_PER_S; the live deliveries' lag before and meanwhile says
+ * whether the start held up the dispatcher.
+ */
+export const measureReplayStart = async (target: { readonly url: string; readonly key: string; readonly big: string; readonly small: string }, receiver: BenchReceiver): Promise<ReplayStartFigures> => {
+  const { url, key } = target;
+  let running = true;
+  const writer = (async () => {
+    for (let n = 0; running; n++) {
+      const next = performance.now() + 1000 / WRITES_PER_S;
+      await must(url, 'POST', '/api/v1/tickets', key, { subject: `r${n}`, contact: { email: `c${n % 100}@example.com` }, message: 'hello' });
+      await sleep(Math.max(0, next - performance.now()));
+    }
+  })();
+  const lags = (from: number, to: number) => quantiles(receiver.arrivals.filter(({ at }) => at >= from && at < to).map(({ lagMs }) => lagMs));
+  /** ms from the request until the replay is completed (polled every 10 ms). */
+  const replay = async (subscription: string): Promise<number> => {
+    const began = performance.now();
+    const id = String((await must(url, 'POST', `/api/v1/webhooks/${subscription}/replay`, key, { since: 1, until: 1 }))['id']);
+    while ((await must(url, 'GET', `/api/v1/webhooks/${subscription}/replays/${id}`, key))['status'] === 'running') await sleep(10);
+    return Math.round(performance.now() - began);
+  };
+  try {
+    const aloneFrom = Date.now();
+    await sleep(5_000);
+    const liveAlone = lags(aloneFrom, Date.now());
+    const smallMs = await replay(target.small);
+    const duringFrom = Date.now();
+    const bigMs = await replay(target.big);
+    await sleep(1_000);
+    return { bigMs, smallMs, liveAlone, liveDuring: lags(duringFrom, Date.now()) };
+  } finally {
+    running = false;
+    await writer;
+  }
+};
+
+export const reportReplayStart = (figures: ReplayStartFigures): void => {
+  console.error(`a replay's start: ${figures.bigMs} ms on the big subscription, ${figures.smallMs} ms on the small one (the ceiling)`);
+  console.error(
+    `live deliveries, commit → receipt: p99 ${figures.liveDuring.p99} ms, max ${figures.liveDuring.max} ms while it started (${figures.liveDuring.n}), p99 ${figures.liveAlone.p99} ms, max ${figures.liveAlone.max} ms before (${figures.liveAlone.n})`,
+  );
+};
+
+/** The figures of measureReplayStart in the benchmark's JSON line. */
+export const replayStartFields = (figures: ReplayStartFigures) => ({
+  replay_start_ms: figures.bigMs,
+  replay_start_small_ms: figures.smallMs,
+  live_during_replay_start_p99_ms: figures.liveDuring.p99,
+  live_during_replay_start_max_ms: figures.liveDuring.max,
+  live_alone_p99_ms: figures.liveAlone.p99,
+  live_alone_max_ms: figures.liveAlone.max,
+});
 
 export interface BenchCluster {
   readonly dataDir: string;
-  readonly receiver: { readonly url: string };
+  readonly receiver: BenchReceiver;
   readonly group: ProcessGroup;
 }
 
@@ -239,6 +324,8 @@ export const run = async ({ long }: { long: boolean }) => {
 
     const figures = await measurePages({ url: resume.service.url, key, big, small, seconds }, async (oldest, newest) => quantiles(bareSelects(dataDir, big, oldest, newest, 5_000)));
     report(deliveries, figures, figures.ceiling, 'the bare indexed select on the index file');
+    const replayStart = await measureReplayStart({ url: resume.service.url, key, big, small }, receiver);
+    reportReplayStart(replayStart);
     return {
       bench: 'deliveries-history',
       deliveries,
@@ -249,6 +336,7 @@ export const run = async ({ long }: { long: boolean }) => {
       ...pageFields(figures),
       ceiling_select_p50_ms: figures.ceiling.p50,
       ceiling_select_p99_ms: figures.ceiling.p99,
+      ...replayStartFields(replayStart),
     };
   });
 };

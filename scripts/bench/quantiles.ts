@@ -4,5 +4,5 @@ const round = (n: number) => Math.round(n * 10) / 10;
 
 export const quantiles = (values: readonly number[]) => {
   const sorted = [...values].sort((a, b) => a - b);
-  return { p50: round(percentile(sorted, 50)), p99: round(percentile(sorted, 99)), n: sorted.length };
+  return { p50: round(percentile(sorted, 50)), p99: round(percentile(sorted, 99)), max: round(sorted.at(-1) ?? NaN), n: sorted.length };
 };

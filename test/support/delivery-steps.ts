@@ -1,7 +1,11 @@
 // A delivery's steps as the aggregate decides them, with the states they lead to: what a dispatcher
-// would record, for tests that build delivery streams or feed an index by hand.
+// would record, for tests that build delivery streams or feed an index by hand; a subscription's
+// stream of them in the log, and random histories of such records (fast-check).
+import fc from 'fast-check';
 import type { Decided } from '../../src/domain/aggregate.js';
-import { deliveryAggregate, type Delivery, type DeliveryCommand } from '../../src/domain/delivery/delivery.js';
+import { deliveryAggregate, foldDeliveries, packSteps, type Delivery, type DeliveryCommand } from '../../src/domain/delivery/delivery.js';
+import { deliveryStream } from '../../src/domain/delivery/ids.js';
+import type { EventLog } from '../../src/log/event-log.js';
 
 export interface ScheduleOptions {
   readonly eventType?: string;
@@ -47,4 +51,68 @@ export const deliverySteps = (t0: number) => {
     cancel: (id: string) => decide(id, { kind: 'cancel', reason: 'subscription_inactive', at: t0 + 2 }),
     retry: (id: string) => decide(id, { kind: 'retry', at: t0 + 3 }),
   };
+};
+
+/** Subscription `s`'s delivery steps (workspace `w`) appended to the log as a dispatcher records them. */
+export const deliveryRecords = (log: EventLog) => {
+  const steps = deliverySteps(10);
+  let count = 0;
+  return {
+    ...steps,
+    schedule: (id: string, options?: ScheduleOptions) => steps.schedule('s', id, options),
+    /** Packed as a dispatcher records them; a manual retry is an event of its own type. */
+    async append(decided: readonly Decided[]): Promise<void> {
+      if (decided.length === 0) return;
+      const events = decided[0]?.type === 'delivery.retry_requested' ? decided : [packSteps(decided)];
+      await log.append(deliveryStream('s'), events.map((event) => ({ id: `r${(count += 1)}`, type: event.type, workspaceId: 'w', data: event.data })), 'any');
+    },
+  };
+};
+
+/** Every delivery of subscription `s` as a reading of its whole stream gives them. */
+export const wholeStream = async (log: EventLog): Promise<Map<string, Delivery>> => foldDeliveries(await log.readStream(deliveryStream('s')));
+
+/** The log as it is, telling which revision each read of a delivery stream started from. */
+export const watched = (log: EventLog) => {
+  const from: number[] = [];
+  const reads: EventLog = Object.assign(Object.create(log) as EventLog, {
+    readStream: (stream: string, fromRevision = 0) => {
+      from.push(fromRevision);
+      return log.readStream(stream, fromRevision);
+    },
+  });
+  return { log: reads, from };
+};
+
+const historyStep = fc.oneof(
+  { arbitrary: fc.constant({ kind: 'schedule' as const }), weight: 3 },
+  { arbitrary: fc.record({ kind: fc.constant('attempt' as const), pick: fc.nat(), delivered: fc.boolean() }), weight: 4 },
+  { arbitrary: fc.record({ kind: fc.constant('cancel' as const), pick: fc.nat() }), weight: 1 },
+  { arbitrary: fc.record({ kind: fc.constant('retry' as const), pick: fc.nat() }), weight: 1 },
+);
+
+/** A record's worth of steps: schedules, attempts, cancels and manual retries, each on a delivery picked from those it fits. */
+export const historyRecords = fc.array(fc.array(historyStep, { minLength: 1, maxLength: 3 }), { maxLength: 6 });
+
+type HistoryRecords = typeof historyRecords extends fc.Arbitrary<infer R> ? R : never;
+
+/** Appends the records `historyRecords` drew, deciding each step on the deliveries as they are by then; `next` names each new delivery. */
+export const appendHistory = async (records: ReturnType<typeof deliveryRecords>, drawn: HistoryRecords, next: () => string): Promise<void> => {
+  const pick = <T>(items: readonly T[], n: number): T | undefined => items[n % Math.max(1, items.length)];
+  for (const record of drawn) {
+    const decided: Decided[] = [];
+    for (const s of record) {
+      const all = [...records.states.values()];
+      if (s.kind === 'schedule') decided.push(...records.schedule(next()));
+      else if (s.kind === 'retry') {
+        // A retry is a record of its own.
+        const settled = pick(all.filter((d) => d.status === 'failed' || d.status === 'cancelled'), s.pick);
+        if (settled !== undefined) await records.append(records.retry(settled.id));
+      } else {
+        const target = pick(all.filter((d) => d.status === 'waiting' && !decided.some((e) => e.data['delivery_id'] === d.id)), s.pick);
+        if (target !== undefined) decided.push(...(s.kind === 'cancel' ? records.cancel(target.id) : records.attempt(target.id, s.delivered ? 'delivered' : 'retry')));
+      }
+    }
+    await records.append(decided);
+  }
 };

@@ -70,16 +70,18 @@ export const appendPublicEvent = async (log: SqliteEventLog, workspaceId: string
   return records[0] as RecordedEvent;
 };
 
-/** Records a delivery of `event` under `deliveryId` as a dispatcher does (scheduled; attempted and delivered if `delivered`). */
+/** Records a delivery of `event` under `deliveryId` as a dispatcher does (scheduled; attempted and delivered if `delivered`, failed for good if `failed`). */
 export const recordDelivery = async (
   log: SqliteEventLog,
   event: RecordedEvent,
-  delivery: { readonly subscriptionId: string; readonly deliveryId: string; readonly fannedOutThrough: number; readonly delivered: boolean; readonly replayId?: string },
+  delivery: { readonly subscriptionId: string; readonly deliveryId: string; readonly fannedOutThrough: number; readonly delivered: boolean; readonly failed?: boolean; readonly replayId?: string },
 ): Promise<void> => {
   const at = Date.now() * 1000;
   const commands: DeliveryCommand[] = [
     { kind: 'schedule', deliveryId: delivery.deliveryId, subscriptionId: delivery.subscriptionId, eventId: event.id, eventType: event.type, eventPosition: event.position, fannedOutThrough: delivery.fannedOutThrough, ...(delivery.replayId === undefined ? {} : { replayId: delivery.replayId }), at },
-    ...(delivery.delivered ? [{ kind: 'record_attempt', attempt: 1, outcome: { delivered: true, statusCode: 200, error: null, latencyMs: 1 }, at, retryDelaysMs: [] } as const] : []),
+    ...(delivery.delivered || delivery.failed === true
+      ? [{ kind: 'record_attempt', attempt: 1, outcome: { delivered: delivery.delivered, statusCode: delivery.delivered ? 200 : 500, error: delivery.delivered ? null : 'http 500', latencyMs: 1 }, at, retryDelaysMs: [] } as const]
+      : []),
   ];
   let state = deliveryAggregate.initial;
   const steps = commands.flatMap((command) => {
@@ -92,9 +94,9 @@ export const recordDelivery = async (
 };
 
 /** `count` public events of the workspace (streams ticket-0 …), then a replay of all of them requested in the log. */
-export const requestReplay = async (log: SqliteEventLog, workspaceId: string, subscriptionId: string, replayId: string, count: number): Promise<Replay> => {
+export const requestReplay = async (log: SqliteEventLog, workspaceId: string, subscriptionId: string, replayId: string, count: number, options: { readonly onlyFailed?: boolean } = {}): Promise<Replay> => {
   for (let i = 0; i < count; i++) await log.append(`ticket-${i}`, [{ id: String(i).padStart(32, 'e'), type: 'ticket.created', workspaceId, data: { ticket_id: `t${i}` } }], 'no_stream');
-  const request = { kind: 'request', replayId, at: Date.now() * 1000, subscriptionId, since: 0, until: null, throughPosition: await log.headPosition(), types: [], onlyFailed: false } as const;
+  const request = { kind: 'request', replayId, at: Date.now() * 1000, subscriptionId, since: 0, until: null, throughPosition: await log.headPosition(), types: [], onlyFailed: options.onlyFailed ?? false } as const;
   const decided = replayAggregate.decide(request, replayAggregate.initial);
   if (decided._tag === 'Left') throw new Error(decided.left.message);
   await log.append(replayStream(subscriptionId), decided.right.map((step) => ({ id: replayEventId(step), type: step.type, workspaceId, data: step.data })), 'any');

@@ -6,12 +6,11 @@
 // (The Kafka path, where an event handed over again is looked up in the Redis index, is in
 // dispatch-replay-index.int.spec.ts.)
 import { expect } from 'chai';
-import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { foldDeliveries, unpackSteps } from '../../src/domain/delivery/delivery.js';
-import { deliveryIdOf, deliveryStream, legacyDeliveryIdOf, replayDeliveryIdOf } from '../../src/domain/delivery/ids.js';
+import { deliveryIdOf, deliveryStream, legacyDeliveryIdOf, legacyReplayDeliveryIdOf, replayDeliveryIdOf } from '../../src/domain/delivery/ids.js';
 import type { RecordedEvent } from '../../src/log/event-log.js';
 import { openSqliteLog, type SqliteEventLog } from '../../src/log/sqlite.js';
 import { createDispatcher, type Dispatcher } from '../../src/webhooks/dispatch/dispatcher.js';
@@ -24,10 +23,6 @@ import { eventually, settle } from '../support/webhooks-dispatch.js';
 const WORKSPACE = 'w'.repeat(32);
 const SUBSCRIPTION = 'u'.repeat(32);
 const REPLAY = 'r'.repeat(32);
-
-/** The id an older release gave a replayed delivery: the hash alone. */
-const legacyReplayDeliveryIdOf = (eventId: string, subscriptionId: string, replayId: string): string =>
-  createHash('sha256').update(`replay:${replayId}:${eventId}:${subscriptionId}`).digest('hex').slice(0, 32);
 
 describe('delivery ids recorded by an older release, after a restart (int)', function () {
   this.timeout(20_000);

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Decided } from '../../src/domain/aggregate.js';
-import { foldDeliveries, packSteps, type Delivery } from '../../src/domain/delivery/delivery.js';
+import { packSteps, type Delivery } from '../../src/domain/delivery/delivery.js';
 import { deliveryStream } from '../../src/domain/delivery/ids.js';
 import type { EventLog } from '../../src/log/event-log.js';
 import { openSqliteLog, type SqliteEventLog } from '../../src/log/sqlite.js';
@@ -16,7 +16,7 @@ import { createWaitingDeliveries } from '../../src/webhooks/dispatch/waiting.js'
 import { DELIVERY_INDEX_TYPES, type DeliveryIndex, type WaitingReader } from '../../projections/deliveries-index.js';
 import { createMemoryDeliveryIndex } from '../../projections/deliveries-index-memory.js';
 import { openSqliteDeliveryIndex } from '../../projections/deliveries-index-sqlite.js';
-import { deliverySteps } from '../support/delivery-steps.js';
+import { appendHistory, deliveryRecords, historyRecords, watched, wholeStream } from '../support/delivery-steps.js';
 
 const scheduled = (id: string): Decided => ({
   type: 'delivery.scheduled',
@@ -71,38 +71,9 @@ describe('waiting deliveries read back incrementally (real SQLite log)', () => {
   });
 });
 
-/** A subscription's delivery steps appended to the log as a dispatcher records them. */
-const deliveryRecords = (log: EventLog) => {
-  const steps = deliverySteps(10);
-  let count = 0;
-  return {
-    ...steps,
-    schedule: (id: string) => steps.schedule('s', id),
-    /** Packed as a dispatcher records them; a manual retry is an event of its own type. */
-    async append(decided: readonly Decided[]): Promise<void> {
-      if (decided.length === 0) return;
-      const events = decided[0]?.type === 'delivery.retry_requested' ? decided : [packSteps(decided)];
-      await log.append(deliveryStream('s'), events.map((event) => ({ id: `r${(count += 1)}`, type: event.type, workspaceId: 'w', data: event.data })), 'any');
-    },
-  };
-};
-
 /** The waiting deliveries a reading of the whole stream gives. */
-const wholeStream = async (log: EventLog): Promise<Delivery[]> =>
-  [...foldDeliveries(await log.readStream(deliveryStream('s'))).values()].filter((d) => d.status === 'waiting').sort((a, b) => (a.id < b.id ? -1 : 1));
+const waitingOfWholeStream = async (log: EventLog): Promise<Delivery[]> => sorted(await wholeStream(log)).filter((d) => d.status === 'waiting');
 const sorted = (deliveries: ReadonlyMap<string, Delivery>): Delivery[] => [...deliveries.values()].sort((a, b) => (a.id < b.id ? -1 : 1));
-
-/** The log as it is, telling which revision each read of a delivery stream started from. */
-const watched = (log: EventLog) => {
-  const from: number[] = [];
-  const reads: EventLog = Object.assign(Object.create(log) as EventLog, {
-    readStream: (stream: string, fromRevision = 0) => {
-      from.push(fromRevision);
-      return log.readStream(stream, fromRevision);
-    },
-  });
-  return { log: reads, from };
-};
 
 for (const adapter of ['sqlite', 'memory'] as const) {
   describe(`waiting deliveries started from the delivery-history index (${adapter} index, real SQLite log)`, () => {
@@ -143,7 +114,7 @@ for (const adapter of ['sqlite', 'memory'] as const) {
       const reads = watched(log);
       const view = await createWaitingDeliveries(reads.log, index).read('s');
       expect(reads.from).to.deep.equal([50]);
-      expect(sorted(view.deliveries)).to.deep.equal(await wholeStream(log));
+      expect(sorted(view.deliveries)).to.deep.equal(await waitingOfWholeStream(log));
       expect(view.workspaceId).to.equal('w');
       expect(view.position).to.equal((await log.readStream(deliveryStream('s'))).at(-1)?.position);
     });
@@ -161,14 +132,14 @@ for (const adapter of ['sqlite', 'memory'] as const) {
       }
       await applyNext();
       reads.from.length = 0;
-      expect(sorted((await waiting.read('s')).deliveries)).to.deep.equal(await wholeStream(log));
+      expect(sorted((await waiting.read('s')).deliveries)).to.deep.equal(await waitingOfWholeStream(log));
       expect(reads.from).to.deep.equal([21]);
       // Two records past it and five waiting: catching up reads less.
       await records.append([...records.schedule('w1'), ...records.schedule('w2'), ...records.schedule('w3')]);
       await records.append(records.schedule('w4'));
       await applyNext();
       reads.from.length = 0;
-      expect(sorted((await waiting.read('s')).deliveries)).to.deep.equal(await wholeStream(log));
+      expect(sorted((await waiting.read('s')).deliveries)).to.deep.equal(await waitingOfWholeStream(log));
       expect(reads.from).to.deep.equal([21]);
       // Within the stale time nothing is asked of the index.
       const asked: string[] = [];
@@ -176,7 +147,7 @@ for (const adapter of ['sqlite', 'memory'] as const) {
       const fresh = createWaitingDeliveries(log, counted, 60_000);
       await fresh.read('s');
       await records.append(records.attempt('w1', 'delivered'));
-      expect(sorted((await fresh.read('s')).deliveries)).to.deep.equal(await wholeStream(log));
+      expect(sorted((await fresh.read('s')).deliveries)).to.deep.equal(await waitingOfWholeStream(log));
       expect(asked).to.deep.equal(['waitingOf']);
     });
 
@@ -188,7 +159,7 @@ for (const adapter of ['sqlite', 'memory'] as const) {
       await records.append(records.retry('a'));
       await applyNext();
       const view = await createWaitingDeliveries(log, index).read('s');
-      expect(sorted(view.deliveries)).to.deep.equal(await wholeStream(log));
+      expect(sorted(view.deliveries)).to.deep.equal(await waitingOfWholeStream(log));
       expect(view.deliveries.get('a')).to.include({ status: 'waiting', round: 2 });
       expect((await createWaitingDeliveries(log).read('s')).deliveries.has('a')).to.equal(false);
     });
@@ -205,9 +176,9 @@ for (const adapter of ['sqlite', 'memory'] as const) {
       console.warn = (...args: unknown[]) => void warned.push(args);
       try {
         const waiting = createWaitingDeliveries(reads.log, unreachable, 0);
-        expect(sorted((await waiting.read('s')).deliveries)).to.deep.equal(await wholeStream(log));
+        expect(sorted((await waiting.read('s')).deliveries)).to.deep.equal(await waitingOfWholeStream(log));
         await records.append(records.schedule('c'));
-        expect(sorted((await waiting.read('s')).deliveries)).to.deep.equal(await wholeStream(log));
+        expect(sorted((await waiting.read('s')).deliveries)).to.deep.equal(await waitingOfWholeStream(log));
       } finally {
         console.warn = warn;
       }
@@ -216,13 +187,7 @@ for (const adapter of ['sqlite', 'memory'] as const) {
     });
 
     it('gives what a reading of the whole stream gives, whatever the index has applied when each read comes (property)', async () => {
-      const step = fc.oneof(
-        { arbitrary: fc.constant({ kind: 'schedule' as const }), weight: 3 },
-        { arbitrary: fc.record({ kind: fc.constant('attempt' as const), pick: fc.nat(), delivered: fc.boolean() }), weight: 4 },
-        { arbitrary: fc.record({ kind: fc.constant('cancel' as const), pick: fc.nat() }), weight: 1 },
-        { arbitrary: fc.record({ kind: fc.constant('retry' as const), pick: fc.nat() }), weight: 1 },
-      );
-      const round = fc.record({ steps: fc.array(fc.array(step, { minLength: 1, maxLength: 3 }), { maxLength: 6 }), indexed: fc.nat(8), stale: fc.boolean() });
+      const round = fc.record({ steps: historyRecords, indexed: fc.nat(8), stale: fc.boolean() });
       await fc.assert(
         fc.asyncProperty(fc.array(round, { minLength: 1, maxLength: 5 }), async (rounds) => {
           await log.deleteStream(deliveryStream('s'));
@@ -232,27 +197,11 @@ for (const adapter of ['sqlite', 'memory'] as const) {
           const waiting = createWaitingDeliveries(log, index, 0);
           const fresh = createWaitingDeliveries(log, index, Infinity);
           let scheduled = 0;
-          const pick = <T>(items: readonly T[], n: number): T | undefined => items[n % Math.max(1, items.length)];
           for (const { steps, indexed, stale } of rounds) {
-            for (const record of steps) {
-              const decided: Decided[] = [];
-              for (const s of record) {
-                const all = [...records.states.values()];
-                if (s.kind === 'schedule') decided.push(...records.schedule(`d${(scheduled += 1)}`));
-                else if (s.kind === 'retry') {
-                  // A retry is a record of its own.
-                  const settled = pick(all.filter((d) => d.status === 'failed' || d.status === 'cancelled'), s.pick);
-                  if (settled !== undefined) await records.append(records.retry(settled.id));
-                } else {
-                  const target = pick(all.filter((d) => d.status === 'waiting' && !decided.some((e) => e.data['delivery_id'] === d.id)), s.pick);
-                  if (target !== undefined) decided.push(...(s.kind === 'cancel' ? records.cancel(target.id) : records.attempt(target.id, s.delivered ? 'delivered' : 'retry')));
-                }
-              }
-              await records.append(decided);
-            }
+            await appendHistory(records, steps, () => `d${(scheduled += 1)}`);
             await applyNext(indexed);
             const view = await (stale ? waiting : fresh).read('s');
-            const expected = await wholeStream(log);
+            const expected = await waitingOfWholeStream(log);
             // A view read from the first record loses a delivery retried by hand after it had settled: never one that is not waiting.
             expect(expected).to.include.deep.members(sorted(view.deliveries));
             for (const d of expected) if (d.round === 1) expect(view.deliveries.get(d.id), d.id).to.deep.equal(d);

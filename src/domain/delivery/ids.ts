@@ -25,8 +25,11 @@ export const legacyDeliveryIdOf = (eventId: string, subscriptionId: string): str
 /** The X-Webhook-Id: one per (event, subscription), the same in every attempt (the older id's hash behind the event's time). */
 export const deliveryIdOf = (eventId: string, subscriptionId: string): string => timed(eventId, legacyDeliveryIdOf(eventId, subscriptionId));
 
+/** The id a replayed delivery had before ids started with a time: a replay an older release drove is continued looking for both. */
+export const legacyReplayDeliveryIdOf = (eventId: string, subscriptionId: string, replayId: string): string => hex(`replay:${replayId}:${eventId}:${subscriptionId}`).slice(0, 32);
+
 /** A replayed delivery's X-Webhook-Id: one per (event, subscription, replay). */
-export const replayDeliveryIdOf = (eventId: string, subscriptionId: string, replayId: string): string => timed(eventId, hex(`replay:${replayId}:${eventId}:${subscriptionId}`));
+export const replayDeliveryIdOf = (eventId: string, subscriptionId: string, replayId: string): string => timed(eventId, legacyReplayDeliveryIdOf(eventId, subscriptionId, replayId));
 
 /** The log event id of a packed group of steps: the same steps recorded again make the same id, which the log drops. */
 export const recordedEventId = (steps: readonly { readonly type: string; readonly data: JsonObject }[]): string =>

@@ -1,10 +1,11 @@
-// One delivery as the log has it now, read from the delivery-history index and the records the index
+// Deliveries as the log has them now, read from the delivery-history index and the records the index
 // had not applied yet when it was read (a few, while it keeps up), never the subscription's whole
-// history: for a manual retry on an API server and a dispatcher taking over a delivery it did not hold.
-import { DELIVERY_RECORD_TYPES, deliveryAggregate, unpackSteps } from '../../domain/delivery/delivery.js';
+// history: one for a manual retry on an API server and a dispatcher taking over a delivery it did not
+// hold; several for a replay looking up each page of events.
+import { DELIVERY_RECORD_TYPES, deliveryAggregate, unpackSteps, type Delivery } from '../../domain/delivery/delivery.js';
 import { deliveryStream } from '../../domain/delivery/ids.js';
 import type { EventLog } from '../../log/event-log.js';
-import type { DeliveryAsOf, DeliveryHistoryReader } from '../../../projections/deliveries-index.js';
+import type { DeliveryAsOf, DeliveryHistoryReader, WaitingReader } from '../../../projections/deliveries-index.js';
 
 /** Undefined when the index does not have it (unknown, or past retention); `position` is the last record folded in. */
 export const deliveryNow = async (history: DeliveryHistoryReader, log: EventLog, subscriptionId: string, deliveryId: string): Promise<DeliveryAsOf | undefined> => {
@@ -14,4 +15,40 @@ export const deliveryNow = async (history: DeliveryHistoryReader, log: EventLog,
   const since = (await log.readAll({ after: indexed.position, types: DELIVERY_RECORD_TYPES })).filter((event) => event.stream === stream);
   const steps = since.flatMap(unpackSteps).filter((step) => step.data['delivery_id'] === deliveryId);
   return { delivery: steps.reduce(deliveryAggregate.evolve, indexed.delivery) ?? indexed.delivery, position: since.at(-1)?.position ?? indexed.position };
+};
+
+/**
+ * Those of `deliveryIds` the subscription has, each as the log has it now: also the ones recorded
+ * after what the index applied (a replay's own, recorded a moment before its driver stopped). Absent:
+ * unknown, or pruned from the index past the retention.
+ */
+export const deliveriesNow = async (
+  index: DeliveryHistoryReader & Pick<WaitingReader, 'appliedOf'>,
+  log: EventLog,
+  subscriptionId: string,
+  deliveryIds: readonly string[],
+): Promise<Map<string, Delivery>> => {
+  // What the index applied is asked first: what it applies after shows in the reads of the
+  // deliveries, and what it had not applied yet is in the stream's records read after them.
+  const { revision } = await index.appliedOf(subscriptionId);
+  const indexed = await Promise.all(deliveryIds.map((id) => index.get(subscriptionId, id)));
+  const since = await log.readStream(deliveryStream(subscriptionId), revision + 1);
+  const wanted = new Set(deliveryIds);
+  const found = new Map<string, Delivery>();
+  const foldedThrough = new Map<string, number>();
+  deliveryIds.forEach((id, i) => {
+    const asOf = indexed[i];
+    if (asOf === undefined) return;
+    found.set(id, asOf.delivery);
+    foldedThrough.set(id, asOf.position);
+  });
+  for (const record of since) {
+    for (const step of unpackSteps(record)) {
+      const id = String(step.data['delivery_id']);
+      if (!wanted.has(id) || record.position <= (foldedThrough.get(id) ?? 0)) continue;
+      const next = deliveryAggregate.evolve(found.get(id) ?? null, step);
+      if (next !== null) found.set(id, next);
+    }
+  }
+  return found;
 };

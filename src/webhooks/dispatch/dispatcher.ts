@@ -77,7 +77,15 @@ export interface DeliveryRecords {
   recorded?(keys: readonly DeliveryKey[]): Promise<readonly boolean[]>;
   /** Where a subscription's waiting deliveries are read from before its stream's later records; absent: the stream from its first record. */
   readonly seeds?: WaitingReader;
+  /** A look-up of the subscription's deliveries by id, for a replay paging through its events. */
+  lookup(subscriptionId: string): Promise<DeliveryLookup>;
 }
+
+/**
+ * Those of `deliveryIds` a subscription has, each as the log has it when asked (where an index
+ * answers: absent once pruned past the retention): what a replay asks of each page of events.
+ */
+export type DeliveryLookup = (deliveryIds: readonly string[]) => Promise<ReadonlyMap<string, Delivery>>;
 
 /** The deliveries as the log has them: folded from every delivery record, or a subscription's whole stream. */
 export const recordsFromLog = (log: EventLog): DeliveryRecords => ({
@@ -88,6 +96,11 @@ export const recordsFromLog = (log: EventLog): DeliveryRecords => ({
     const events = await log.readStream(deliveryStream(subscriptionId));
     const delivery = foldDeliveries(events).get(deliveryId);
     return delivery === undefined ? undefined : { delivery, position: (events.at(-1) as RecordedEvent).position };
+  },
+  // With no index, the stream is read once, whole, and asked as it was then.
+  async lookup(subscriptionId) {
+    const all = foldDeliveries(await log.readStream(deliveryStream(subscriptionId)));
+    return async (deliveryIds) => new Map(deliveryIds.flatMap((id) => (all.has(id) ? [[id, all.get(id) as Delivery] as const] : [])));
   },
 });
 
@@ -119,8 +132,10 @@ export interface Dispatcher {
   replay(event: RecordedEvent, subscription: SubscriptionRow, replayId: string): Promise<void>;
   /** How many replayed deliveries may enter the schedule now: none while a live delivery waits for its first attempt here, or live work fills half the slots. */
   replayRoom(): number;
-  /** The replay's deliveries not attempted yet, as the subscription's stream has them. */
-  replayBacklog(subscriptionId: string, replayId: string): Promise<number>;
+  /** The ids of the replay's deliveries not attempted yet, as the subscription's stream has them. */
+  replayBacklog(subscriptionId: string, replayId: string): Promise<readonly string[]>;
+  /** A look-up of the subscription's deliveries by id, from where this dispatcher reads those it does not hold (DeliveryRecords). */
+  lookup(subscriptionId: string): Promise<DeliveryLookup>;
   /** The attempts waiting in the schedule and the earliest due time among them. */
   backlog(): Promise<DeliveryBacklog>;
   /** How late fan-outs and attempts started, since this dispatcher started (punctuality.ts). */
@@ -544,10 +559,10 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
 
     async replayBacklog(subscriptionId, replayId) {
       const { deliveries } = await waiting.read(subscriptionId);
-      let backlog = 0;
-      for (const d of deliveries.values()) if (d.replayId === replayId && d.round === 1 && d.attempt === 0) backlog++;
-      return backlog;
+      return [...deliveries.values()].filter((d) => d.replayId === replayId && d.round === 1 && d.attempt === 0).map((d) => d.id);
     },
+
+    lookup: (subscriptionId) => records.lookup(subscriptionId),
 
     async resume(restored, fannedOutThrough) {
       const gone = new Set<string>();

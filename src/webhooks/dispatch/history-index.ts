@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { createProjectionRunner, ProjectionReset, type ProjectionRunner } from '../../app/projection-runner.js';
 import type { MicrosClock } from '../../log/clock.js';
 import type { EventLog } from '../../log/event-log.js';
-import { deliveryNow } from './delivery-now.js';
+import { deliveriesNow, deliveryNow } from './delivery-now.js';
 import type { DeliveryRecords } from './dispatcher.js';
 import { DELIVERY_INDEX_TYPES, type DeliveryHistoryReader, type DeliveryIndex, type PendingDeliveries, type WaitingReader } from '../../../projections/deliveries-index.js';
 
@@ -29,12 +29,13 @@ export interface HistoryIndexer {
 
 /**
  * A dispatcher's reads of deliveries it does not hold, from the index (and the records after its
- * position), never the whole log; `pending` reads what waits once the index has caught up with the log.
+ * position), never the whole log nor a subscription's whole stream; `pending` reads what waits once the index has caught up with the log.
  */
 export const recordsFromIndex = (log: EventLog, index: DeliveryHistoryReader & WaitingReader, pending: () => Promise<PendingDeliveries>): DeliveryRecords => ({
   waiting: async () => (await pending()).deliveries.filter(({ delivery }) => delivery.status === 'waiting'),
   current: (subscriptionId, deliveryId) => deliveryNow(index, log, subscriptionId, deliveryId),
   seeds: index,
+  lookup: async (subscriptionId) => (deliveryIds) => deliveriesNow(index, log, subscriptionId, deliveryIds),
 });
 
 export const createHistoryIndexer = (

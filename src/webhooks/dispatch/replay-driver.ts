@@ -5,12 +5,14 @@
 // attempts leave room (dispatcher.replayRoom), and its deliveries are due now, so they queue behind
 // every attempt already due. The cursor and the counts are recorded in the replay's stream (at most
 // every PROGRESS_EVERY_MS), so a restart continues from there; what was scheduled after the last
-// record is found in the delivery stream and not scheduled twice, and what waits there for its
-// first attempt is taken up (its driver may have stopped before putting it in a shared schedule).
+// record is found among the subscription's deliveries and not scheduled twice, and what waits there
+// for its first attempt is taken up (its driver may have stopped before putting it in a shared
+// schedule). Each page's events are looked up by delivery id (the dispatcher's DeliveryLookup: the
+// delivery-history index and the records it has not applied yet), so neither a start nor a page costs
+// the subscription's whole delivery history.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Decided } from '../../domain/aggregate.js';
-import { foldDeliveries } from '../../domain/delivery/delivery.js';
-import { deliveryStream } from '../../domain/delivery/ids.js';
+import { deliveryIdOf, legacyDeliveryIdOf, legacyReplayDeliveryIdOf, replayDeliveryIdOf } from '../../domain/delivery/ids.js';
 import { foldReplays, replayAggregate, replayEventId, replayStream, type Replay, type ReplayCommand } from '../../domain/replay/replay.js';
 import type { MicrosClock } from '../../log/clock.js';
 import type { EventLog, RecordedEvent } from '../../log/event-log.js';
@@ -27,7 +29,7 @@ const PROGRESS_EVERY_MS = 1_000;
 export interface ReplayDriverDeps {
   readonly log: EventLog;
   readonly subscriptions: SubscriptionDirectory;
-  readonly dispatcher: Pick<Dispatcher, 'replay' | 'replayRoom' | 'replayBacklog' | 'takeUp'>;
+  readonly dispatcher: Pick<Dispatcher, 'replay' | 'replayRoom' | 'replayBacklog' | 'takeUp' | 'lookup'>;
   readonly clock: MicrosClock;
   /** Whether this dispatcher still holds the replay's lease (renewing it). */
   readonly keep: () => Promise<boolean>;
@@ -60,22 +62,16 @@ export const driveReplay = async (deps: ReplayDriverDeps, workspaceId: string, r
     if (await subscriptionGone()) await log.deleteStream(stream);
   };
 
-  // The events this replay scheduled before (a driver that stopped after its last progress record;
-  // by event, whatever shape their delivery ids have), and the events whose live delivery ended
-  // failed (only_failed).
-  const scheduled = new Set<string>();
-  const failedEvents = new Set<string>();
-  const unattempted: string[] = [];
-  for (const d of foldDeliveries(await log.readStream(deliveryStream(subscriptionId))).values()) {
-    if (d.replayId === replay.id) {
-      scheduled.add(d.eventId);
-      if (d.status === 'waiting' && d.round === 1 && d.attempt === 0) unattempted.push(d.id);
-    } else if (d.replayId === null && d.status === 'failed') failedEvents.add(d.eventId);
-  }
+  // An event's deliveries by id, in both shapes an id has had (an older release's replay is continued):
+  // this replay's own (a driver that stopped after its last progress record scheduled them), and, for
+  // only_failed, the live one, whose status is read when its page is.
+  const replayedIds = (eventId: string) => [replayDeliveryIdOf(eventId, subscriptionId, replay.id), legacyReplayDeliveryIdOf(eventId, subscriptionId, replay.id)];
+  const liveIds = (eventId: string) => [deliveryIdOf(eventId, subscriptionId), legacyDeliveryIdOf(eventId, subscriptionId)];
+  const lookup = await dispatcher.lookup(subscriptionId);
   // A dispatcher records a delivery before it puts the first attempt in a shared schedule: a driver
   // killed between the two left it where nothing would attempt it. An offer leaves one that is
   // scheduled or claimed as it is.
-  for (const id of unattempted) await dispatcher.takeUp(subscriptionId, id, 1);
+  for (const id of await dispatcher.replayBacklog(subscriptionId, replay.id)) await dispatcher.takeUp(subscriptionId, id, 1);
 
   let { cursor, matched } = replay;
   let recordedCursor = cursor;
@@ -89,7 +85,7 @@ export const driveReplay = async (deps: ReplayDriverDeps, workspaceId: string, r
       await record({ kind: 'cancel', replayId: replay.id, reason: 'subscription_inactive', at: clock() });
       return 'finished';
     }
-    const room = Math.min(REPLAY_WINDOW - (await dispatcher.replayBacklog(subscriptionId, replay.id)), dispatcher.replayRoom());
+    const room = Math.min(REPLAY_WINDOW - (await dispatcher.replayBacklog(subscriptionId, replay.id)).length, dispatcher.replayRoom());
     if (room <= 0) {
       await sleep(PACE_MS);
       continue;
@@ -97,17 +93,21 @@ export const driveReplay = async (deps: ReplayDriverDeps, workspaceId: string, r
     if (await subscriptionGone()) return 'finished';
     const page = await log.readFeed({ workspaceId, fromOffset: cursor + 1, limit: room, ...types });
     let done = page.length < room;
-    const due: RecordedEvent[] = [];
+    const inRange: RecordedEvent[] = [];
     for (const event of page) {
-      const offset = event.offset as number;
-      if (event.position > replay.throughPosition || (replay.until !== null && offset > replay.until)) {
+      if (event.position > replay.throughPosition || (replay.until !== null && (event.offset as number) > replay.until)) {
         done = true;
         break;
       }
-      cursor = offset;
-      if (replay.onlyFailed && !failedEvents.has(event.id)) continue;
+      inRange.push(event);
+    }
+    const known = inRange.length === 0 ? new Map() : await lookup(inRange.flatMap((event) => (replay.onlyFailed ? [...replayedIds(event.id), ...liveIds(event.id)] : replayedIds(event.id))));
+    const due: RecordedEvent[] = [];
+    for (const event of inRange) {
+      cursor = event.offset as number;
+      if (replay.onlyFailed && !liveIds(event.id).some((id) => known.get(id)?.status === 'failed')) continue;
       matched++;
-      if (!scheduled.has(event.id)) due.push(event);
+      if (!replayedIds(event.id).some((id) => known.has(id))) due.push(event);
     }
     await Promise.all(due.map((event) => dispatcher.replay(event, row, replay.id)));
     if (cursor > recordedCursor && (done || Date.now() - recordedAt >= PROGRESS_EVERY_MS)) {

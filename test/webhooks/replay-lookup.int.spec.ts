@@ -1,0 +1,230 @@
+// What a replay asks of a subscription's deliveries, page by page: whether it scheduled an event
+// already (a driver that stopped after its last progress record), and whether the event's live
+// delivery ended failed (only_failed). Looked up by id in the delivery-history index, with the
+// stream's records the index had not applied yet (delivery-now.ts `deliveriesNow`), against each
+// index adapter (Redis with REDIS_URL) on the real SQLite log: always what a reading of the whole
+// stream gives, reading only the records after what the index applied. Then the replay driver over
+// it and over the log alone (a dispatcher with no index reads the stream once, whole).
+import { expect } from 'chai';
+import fc from 'fast-check';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { packSteps } from '../../src/domain/delivery/delivery.js';
+import { deliveryIdOf, deliveryStream, legacyDeliveryIdOf, replayDeliveryIdOf } from '../../src/domain/delivery/ids.js';
+import type { Replay } from '../../src/domain/replay/replay.js';
+import type { EventLog, RecordedEvent } from '../../src/log/event-log.js';
+import { openSqliteLog, type SqliteEventLog } from '../../src/log/sqlite.js';
+import { deliveriesNow } from '../../src/webhooks/dispatch/delivery-now.js';
+import { createDispatcher, type Dispatcher } from '../../src/webhooks/dispatch/dispatcher.js';
+import { recordsFromIndex } from '../../src/webhooks/dispatch/history-index.js';
+import { driveReplay } from '../../src/webhooks/dispatch/replay-driver.js';
+import type { DeliveryRequest } from '../../src/webhooks/sender.js';
+import type { SubscriptionDirectory } from '../../src/webhooks/subscriptions.js';
+import { DELIVERY_INDEX_TYPES, type DeliveryIndex } from '../../projections/deliveries-index.js';
+import { createMemoryDeliveryIndex } from '../../projections/deliveries-index-memory.js';
+import { openRedisDeliveryIndex } from '../../projections/deliveries-index-redis.js';
+import { openSqliteDeliveryIndex } from '../../projections/deliveries-index-sqlite.js';
+import { appendHistory, deliveryRecords, deliverySteps, historyRecords, watched, wholeStream } from '../support/delivery-steps.js';
+import { currentReplay, oneSubscription, recordDelivery, recordingDeps, requestReplay } from '../support/dispatcher-fixture.js';
+import { eventually, settle } from '../support/webhooks-dispatch.js';
+
+const redisUrl = process.env['REDIS_URL'];
+const ADAPTERS = ['sqlite', 'memory', ...(redisUrl === undefined ? [] : ['redis' as const])] as const;
+
+/** An index of `adapter` for a test folder (Redis: keys of their own), bound to its stored data as its runner does before the first apply. */
+const openIndex = async (adapter: (typeof ADAPTERS)[number], dir: string): Promise<DeliveryIndex> => {
+  const index =
+    adapter === 'sqlite'
+      ? openSqliteDeliveryIndex({ file: join(dir, 'history.sqlite') })
+      : adapter === 'memory'
+        ? createMemoryDeliveryIndex()
+        : openRedisDeliveryIndex({ url: redisUrl as string, keyPrefix: `test:${Math.random().toString(16).slice(2)}:` });
+  await index.checkpoint();
+  return index;
+};
+
+/** Feeds an index the log's delivery records, as its indexer does, a chosen number at a time. */
+const feeder = (log: EventLog, index: DeliveryIndex) => {
+  let applied = 0;
+  return {
+    /** Applies the next `count` delivery records of the log (all when omitted). */
+    async applyNext(count = Infinity): Promise<void> {
+      for (const event of (await log.readAll({ after: applied, types: DELIVERY_INDEX_TYPES })).slice(0, count)) {
+        await index.apply(event);
+        applied = event.position;
+      }
+    },
+    reset: () => void (applied = 0),
+  };
+};
+
+for (const adapter of ADAPTERS) {
+  describe(`a subscription's deliveries looked up by id for a replay (${adapter} index, real SQLite log)`, () => {
+    let dir: string;
+    let log: SqliteEventLog;
+    let index: DeliveryIndex;
+    let feed: ReturnType<typeof feeder>;
+
+    beforeEach(async () => {
+      dir = mkdtempSync(join(tmpdir(), 'replay-lookup-'));
+      log = openSqliteLog({ file: join(dir, 'events.sqlite'), durability: 'relaxed' });
+      index = await openIndex(adapter, dir);
+      feed = feeder(log, index);
+    });
+    afterEach(async () => {
+      await index.clear();
+      await Promise.all([log.close(), index.close()]);
+      rmSync(dir, { recursive: true, force: true });
+    });
+
+    it('reads only the records after what the index applied, and finds what only they hold', async () => {
+      const records = deliveryRecords(log);
+      for (let i = 0; i < 40; i++) await records.append([...records.schedule(`d${i}`), ...records.attempt(`d${i}`, i % 3 === 0 ? 'failed' : 'delivered')]);
+      await feed.applyNext(30);
+      const reads = watched(log);
+      const found = await deliveriesNow(index, reads.log, 's', ['d3', 'd35', 'nowhere']);
+      expect(reads.from).to.deep.equal([30]);
+      const whole = await wholeStream(log);
+      expect([...found.keys()].sort()).to.deep.equal(['d3', 'd35']);
+      expect(found.get('d3')).to.deep.equal(whole.get('d3'));
+      expect(found.get('d35')).to.deep.equal(whole.get('d35'));
+    });
+
+    it('answers each delivery asked as a reading of the whole stream does, whatever the index has applied (property)', async () => {
+      const round = fc.record({ steps: historyRecords, indexed: fc.nat(8), asked: fc.array(fc.nat(), { maxLength: 6 }) });
+      await fc.assert(
+        fc.asyncProperty(fc.array(round, { minLength: 1, maxLength: 5 }), async (rounds) => {
+          await log.deleteStream(deliveryStream('s'));
+          await index.clear();
+          await index.checkpoint();
+          feed.reset();
+          const records = deliveryRecords(log);
+          let scheduled = 0;
+          for (const { steps, indexed, asked } of rounds) {
+            await appendHistory(records, steps, () => `d${(scheduled += 1)}`);
+            await feed.applyNext(indexed);
+            const ids = [...new Set(asked.map((n) => `d${(n % (scheduled + 2)) + 1}`))];
+            const whole = await wholeStream(log);
+            const found = await deliveriesNow(index, log, 's', ids);
+            expect([...found.keys()].sort()).to.deep.equal(ids.filter((id) => whole.has(id)).sort());
+            for (const [id, delivery] of found) expect(delivery, id).to.deep.equal(whole.get(id));
+          }
+        }),
+        { numRuns: 30 },
+      );
+    });
+
+    it('does not find a delivery the index pruned past the retention (the log still has it)', async () => {
+      const records = deliveryRecords(log);
+      // Fanned out and past the checkpoint, as a settled delivery must be to be pruned.
+      await records.append([...records.schedule('old', { fannedOutThrough: 5 }), ...records.attempt('old', 'failed')]);
+      await feed.applyNext();
+      expect(await index.prune(1_000, 100)).to.equal(1);
+      expect([...(await deliveriesNow(index, log, 's', ['old'])).keys()]).to.deep.equal([]);
+      expect((await wholeStream(log)).get('old')?.status).to.equal('failed');
+    });
+  });
+}
+
+const WORKSPACE = 'w'.repeat(32);
+const SUBSCRIPTION = 'u'.repeat(32);
+const REPLAY = 'r'.repeat(32);
+
+for (const where of ['the index', 'the log alone'] as const) {
+  describe(`a replay driven by a dispatcher that reads its deliveries from ${where} (int, real SQLite log)`, function () {
+    this.timeout(20_000);
+    let dir: string;
+    let log: SqliteEventLog;
+    let index: DeliveryIndex;
+    let directory: SubscriptionDirectory;
+    let dispatcher: Dispatcher | undefined;
+    /** Each read of the subscription's delivery stream: the revision it started from. */
+    let streamReads: number[];
+    const sent: DeliveryRequest[] = [];
+
+    beforeEach(async () => {
+      dir = mkdtempSync(join(tmpdir(), 'replay-driver-lookup-'));
+      log = openSqliteLog({ file: join(dir, 'events.sqlite'), durability: 'relaxed' });
+      index = openSqliteDeliveryIndex({ file: join(dir, 'history.sqlite') });
+      directory = await oneSubscription(log, WORKSPACE, SUBSCRIPTION);
+      streamReads = [];
+      sent.length = 0;
+    });
+    afterEach(async () => {
+      await dispatcher?.stop();
+      dispatcher = undefined;
+      await Promise.all([log.close(), index.close()]);
+      rmSync(dir, { recursive: true, force: true });
+    });
+
+    /** A live history of `count` settled deliveries (of events the replay does not cover), as records of 50. */
+    const liveHistory = async (count: number): Promise<void> => {
+      const steps = deliverySteps(Date.now() * 1000);
+      for (let i = 0; i < count; i += 50) {
+        const ids = Array.from({ length: Math.min(50, count - i) }, (_, k) => `old${i + k}`);
+        const decided = ids.flatMap((id) => [...steps.schedule(SUBSCRIPTION, id), ...steps.attempt(id, 'delivered')]);
+        await log.append(deliveryStream(SUBSCRIPTION), [{ id: `h${i}`, workspaceId: WORKSPACE, ...packSteps(decided) }], 'any');
+      }
+    };
+
+    /** Applies every delivery record but the last `unapplied` to the index. */
+    const indexAllBut = async (unapplied: number): Promise<void> => {
+      const all = await log.readAll({ after: 0, types: DELIVERY_INDEX_TYPES });
+      for (const event of all.slice(0, all.length - unapplied)) await index.apply(event);
+    };
+
+    /** Drives the replay to its end on a started dispatcher reading from `where`. */
+    const drive = async (replay: Replay): Promise<string> => {
+      const reads: EventLog = Object.assign(Object.create(log) as EventLog, {
+        readStream: (stream: string, fromRevision = 0) => {
+          if (stream === deliveryStream(SUBSCRIPTION)) streamReads.push(fromRevision);
+          return log.readStream(stream, fromRevision);
+        },
+      });
+      const deps = recordingDeps(log, directory, sent);
+      dispatcher = createDispatcher({
+        ...deps,
+        log: reads,
+        ...(where === 'the index' ? { records: recordsFromIndex(reads, index, async () => ({ deliveries: [], fannedOutThrough: 0 })) } : {}),
+      });
+      dispatcher.start();
+      return driveReplay({ log: reads, subscriptions: directory, dispatcher, clock: () => Date.now() * 1000, keep: async () => true, stopped: () => false }, WORKSPACE, replay);
+    };
+
+    const events = async (): Promise<RecordedEvent[]> => log.readAll({ after: 0, types: ['ticket.created'] });
+
+    it('continues without scheduling again what the stopped driver scheduled, though the index had not applied it', async () => {
+      await liveHistory(500);
+      const replay = await requestReplay(log, WORKSPACE, SUBSCRIPTION, REPLAY, 3);
+      const [first, ...rest] = await events();
+      await recordDelivery(log, first as RecordedEvent, { subscriptionId: SUBSCRIPTION, deliveryId: replayDeliveryIdOf((first as RecordedEvent).id, SUBSCRIPTION, REPLAY), fannedOutThrough: 0, delivered: true, replayId: REPLAY });
+      await indexAllBut(1);
+      expect(await drive(replay)).to.equal('finished');
+      await eventually('the two others sent', () => sent.length === 2);
+      await settle(200);
+      expect(sent.map((request) => request.deliveryId).sort()).to.deep.equal(rest.map((event) => replayDeliveryIdOf(event.id, SUBSCRIPTION, REPLAY)).sort());
+      expect((await currentReplay(log, SUBSCRIPTION, REPLAY)).matched).to.equal(3);
+      if (where === 'the index') expect(streamReads, 'no read of the stream from its first record').to.not.include(0);
+      else expect(streamReads).to.include(0);
+    });
+
+    it('with only_failed, sends again the events whose live delivery ended failed, under either id shape, also one the index had not applied', async () => {
+      await liveHistory(200);
+      const replay = await requestReplay(log, WORKSPACE, SUBSCRIPTION, REPLAY, 4, { onlyFailed: true });
+      const [failedApplied, delivered, failedLegacy, failedUnapplied] = (await events()) as [RecordedEvent, RecordedEvent, RecordedEvent, RecordedEvent];
+      const live = { subscriptionId: SUBSCRIPTION, fannedOutThrough: 0 };
+      await recordDelivery(log, failedApplied, { ...live, deliveryId: deliveryIdOf(failedApplied.id, SUBSCRIPTION), delivered: false, failed: true });
+      await recordDelivery(log, delivered, { ...live, deliveryId: deliveryIdOf(delivered.id, SUBSCRIPTION), delivered: true });
+      await recordDelivery(log, failedLegacy, { ...live, deliveryId: legacyDeliveryIdOf(failedLegacy.id, SUBSCRIPTION), delivered: false, failed: true });
+      await recordDelivery(log, failedUnapplied, { ...live, deliveryId: deliveryIdOf(failedUnapplied.id, SUBSCRIPTION), delivered: false, failed: true });
+      await indexAllBut(1);
+      expect(await drive(replay)).to.equal('finished');
+      await eventually('the three failed ones sent again', () => sent.length === 3);
+      await settle(200);
+      expect(sent.map((request) => request.deliveryId).sort()).to.deep.equal([failedApplied, failedLegacy, failedUnapplied].map((event) => replayDeliveryIdOf(event.id, SUBSCRIPTION, REPLAY)).sort());
+      expect((await currentReplay(log, SUBSCRIPTION, REPLAY)).matched).to.equal(3);
+      if (where === 'the index') expect(streamReads).to.not.include(0);
+    });
+  });
+}

@@ -10,7 +10,7 @@
 //           its restart (from the index's checkpoint and waiting deliveries), an API server's start
 //           (it reads the index, builds nothing).
 // Then, for BENCH_SECONDS while tickets are written (their deliveries recorded and indexed by the
-// dispatcher), page p99 on that API server as in the embedded mode. The ceiling, in the same run:
+// dispatcher), page p99 on that API server as in the embedded mode, then a replay's start as there. The ceiling, in the same run:
 // the bare Redis range query behind a page (one Lua call: reverse range by score, then the JSON of
 // its ids), from this process.
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -18,7 +18,7 @@ import { Redis } from 'ioredis';
 import { DELIVERY_INDEX_VERSION } from '../../projections/deliveries-index.js';
 import { clusterEnv, type RoleProcess } from '../../test/support/processes.js';
 import { startPrivateRedis } from '../../test/support/redis-server.js';
-import { inBenchCluster, measurePages, pageFields, prepareHistory, report, timedStart } from './deliveries-history.js';
+import { inBenchCluster, measurePages, measureReplayStart, pageFields, prepareHistory, replayStartFields, report, reportReplayStart, timedStart } from './deliveries-history.js';
 import { quantiles } from './quantiles.js';
 
 const TAG = `{dh:v${DELIVERY_INDEX_VERSION}}`;
@@ -90,6 +90,8 @@ export const runDistributed = async ({ long }: { long: boolean }) => {
 
       const figures = await measurePages({ url: apiAfter.service.url, key, big, small, seconds }, async (oldest, newest) => quantiles(await bareRanges(redis.url, big, oldest, newest, 5_000)));
       report(deliveries, figures, figures.ceiling, 'the bare Redis range query and fetch behind a page');
+      const replayStart = await measureReplayStart({ url: apiAfter.service.url, key, big, small }, receiver);
+      reportReplayStart(replayStart);
       return {
         bench: 'deliveries-history',
         role: 'api',
@@ -105,6 +107,7 @@ export const runDistributed = async ({ long }: { long: boolean }) => {
         ...pageFields(figures),
         ceiling_range_p50_ms: figures.ceiling.p50,
         ceiling_range_p99_ms: figures.ceiling.p99,
+        ...replayStartFields(replayStart),
       };
     });
   } finally {

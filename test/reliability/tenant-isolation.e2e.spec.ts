@@ -86,7 +86,7 @@ describe('tenant isolation matrix (e2e)', function () {
     ]);
     // A's delivery records, and its replay's progress, go on being written as its own deliveries
     // conclude: they are not B's doing.
-    const owned = events.filter((e) => e.stream !== deliveryStream(ids['webhook'] as string) && e.stream !== replayStream(ids['webhook'] as string));
+    const owned = events.filter((e) => e.stream !== deliveryStream(ids['webhook'] as string) && e.stream !== replayStream(ids['replay'] as string));
     return { events: owned.map((e) => e.id), reads: reads.map((r) => r.body) };
   };
 

@@ -4,7 +4,7 @@
 // replays recorded in the log as a dispatcher (or an older release of one) records them.
 import { deliveryAggregate, packSteps, type DeliveryCommand } from '../../src/domain/delivery/delivery.js';
 import { deliveryStream, recordedEventId } from '../../src/domain/delivery/ids.js';
-import { foldReplays, replayAggregate, replayEventId, replayStream, type Replay } from '../../src/domain/replay/replay.js';
+import { foldReplay, replayAggregate, replayEventId, replayStream, type Replay } from '../../src/domain/replay/replay.js';
 import type { RecordedEvent } from '../../src/log/event-log.js';
 import type { SqliteEventLog } from '../../src/log/sqlite.js';
 import { SUBSCRIPTION_EVENTS, subscriptionStream } from '../../src/domain/subscription/subscription.js';
@@ -93,15 +93,23 @@ export const recordDelivery = async (
   await log.append(deliveryStream(delivery.subscriptionId), [{ id: recordedEventId(steps), workspaceId: event.workspaceId, ...packSteps(steps) }], 'any');
 };
 
-/** `count` public events of the workspace (streams ticket-0 …), then a replay of all of them requested in the log. */
-export const requestReplay = async (log: SqliteEventLog, workspaceId: string, subscriptionId: string, replayId: string, count: number, options: { readonly onlyFailed?: boolean } = {}): Promise<Replay> => {
+/** `count` public events of the workspace (streams ticket-0 …), then a replay of all of them requested in the log (in its own stream unless `stream` says, as an older release's). */
+export const requestReplay = async (
+  log: SqliteEventLog,
+  workspaceId: string,
+  subscriptionId: string,
+  replayId: string,
+  count: number,
+  options: { readonly onlyFailed?: boolean; readonly stream?: string } = {},
+): Promise<Replay> => {
   for (let i = 0; i < count; i++) await log.append(`ticket-${i}`, [{ id: String(i).padStart(32, 'e'), type: 'ticket.created', workspaceId, data: { ticket_id: `t${i}` } }], 'no_stream');
   const request = { kind: 'request', replayId, at: Date.now() * 1000, subscriptionId, since: 0, until: null, throughPosition: await log.headPosition(), types: [], onlyFailed: options.onlyFailed ?? false } as const;
   const decided = replayAggregate.decide(request, replayAggregate.initial);
   if (decided._tag === 'Left') throw new Error(decided.left.message);
-  await log.append(replayStream(subscriptionId), decided.right.map((step) => ({ id: replayEventId(step), type: step.type, workspaceId, data: step.data })), 'any');
-  return currentReplay(log, subscriptionId, replayId);
+  await log.append(options.stream ?? replayStream(replayId), decided.right.map((step) => ({ id: replayEventId(step), type: step.type, workspaceId, data: step.data })), 'any');
+  return currentReplay(log, replayId, options.stream);
 };
 
-export const currentReplay = async (log: SqliteEventLog, subscriptionId: string, replayId: string): Promise<Replay> =>
-  foldReplays(await log.readStream(replayStream(subscriptionId))).get(replayId) as Replay;
+/** The replay as its stream has it (its own by default). */
+export const currentReplay = async (log: SqliteEventLog, replayId: string, stream = replayStream(replayId)): Promise<Replay> =>
+  foldReplay(await log.readStream(stream), replayId) as Replay;

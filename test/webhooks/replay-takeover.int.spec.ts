@@ -58,7 +58,7 @@ const REPLAY = 'r'.repeat(32);
   };
 
   const requestReplay = (count: number): Promise<Replay> => requestReplayOf(log, WORKSPACE, SUBSCRIPTION, REPLAY, count);
-  const currentReplay = (): Promise<Replay> => currentReplayOf(log, SUBSCRIPTION, REPLAY);
+  const currentReplay = (): Promise<Replay> => currentReplayOf(log, REPLAY);
 
   /** Drives the replay on `driver`, for at most `rounds` pages (then its lease is lost). */
   const drive = (driver: Dispatcher, replay: Replay, rounds = Infinity) =>

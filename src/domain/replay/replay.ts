@@ -4,7 +4,10 @@
 // to the live fan-out and never delivered twice. A dispatcher drives it, recording how far it went
 // (`progressed`: the offset reached and how many events matched, each one a delivery scheduled) so
 // that a restart continues there. Pure: ids, instants and the head position come in commands.
-// Every replay of a subscription lives in one stream that dies with the subscription.
+// Each replay lives in a stream of its own, which dies with its subscription: reading one replay
+// costs its own records, never those of the subscription's other replays (an older release kept them
+// all in one stream per subscription, whose fold grew with every replay's progress records; such a
+// stream is still read for the replays it holds).
 import { createHash } from 'node:crypto';
 import { left, right } from 'fp-ts/lib/Either.js';
 import type { Aggregate, Decided } from '../aggregate.js';
@@ -42,8 +45,6 @@ export interface Replay {
   readonly reason: string | null;
 }
 
-/** Every replay of one subscription, by id. */
-export type Replays = ReadonlyMap<string, Replay>;
 
 export type ReplayCommand =
   | ({ readonly kind: 'request'; readonly replayId: string; readonly at: number } & Pick<Replay, 'subscriptionId' | 'since' | 'until' | 'throughPosition' | 'types' | 'onlyFailed'>)
@@ -51,20 +52,22 @@ export type ReplayCommand =
   | { readonly kind: 'complete'; readonly replayId: string; readonly at: number }
   | { readonly kind: 'cancel'; readonly replayId: string; readonly reason: string; readonly at: number };
 
-/** A subscription's replays: one stream, deleted with the subscription. */
-export const replayStream = (subscriptionId: string): string => `replays-${subscriptionId}`;
+/** A replay's stream: its request, its progress records and its end. */
+export const replayStream = (replayId: string): string => `replay-${replayId}`;
+
+/** Where an older release recorded every replay of a subscription: read for the replays it holds, deleted with the subscription. */
+export const legacyReplayStream = (subscriptionId: string): string => `replays-${subscriptionId}`;
+
+type State = Replay | null;
 
 const num = (value: unknown): number => Number(value);
 
-const evolve: Aggregate<Replays, ReplayCommand>['evolve'] = (state, { type, data }) => {
-  const id = String(data['replay_id']);
-  const replay = state.get(id);
-  const set = (next: Replay): Replays => new Map(state).set(id, next);
+const evolve: Aggregate<State, ReplayCommand>['evolve'] = (replay, { type, data }) => {
   if (type === REPLAY_EVENTS.requested) {
-    if (replay !== undefined) return state;
+    if (replay !== null) return replay;
     const since = num(data['since']);
-    return set({
-      id,
+    return {
+      id: String(data['replay_id']),
       subscriptionId: String(data['subscription_id']),
       since,
       until: data['until'] === null ? null : num(data['until']),
@@ -77,29 +80,28 @@ const evolve: Aggregate<Replays, ReplayCommand>['evolve'] = (state, { type, data
       requestedAt: num(data['requested_at']),
       finishedAt: null,
       reason: null,
-    });
+    };
   }
-  if (replay?.status !== 'running') return state;
+  if (replay?.status !== 'running') return replay;
   switch (type) {
     case REPLAY_EVENTS.progressed:
       // A repeated or late record never moves it back.
-      if (num(data['cursor']) <= replay.cursor) return state;
-      return set({ ...replay, cursor: num(data['cursor']), matched: num(data['matched']) });
+      if (num(data['cursor']) <= replay.cursor) return replay;
+      return { ...replay, cursor: num(data['cursor']), matched: num(data['matched']) };
     case REPLAY_EVENTS.completed:
-      return set({ ...replay, status: 'completed', finishedAt: num(data['completed_at']) });
+      return { ...replay, status: 'completed', finishedAt: num(data['completed_at']) };
     case REPLAY_EVENTS.cancelled:
-      return set({ ...replay, status: 'cancelled', finishedAt: num(data['cancelled_at']), reason: String(data['reason']) });
+      return { ...replay, status: 'cancelled', finishedAt: num(data['cancelled_at']), reason: String(data['reason']) };
     default:
-      return state;
+      return replay;
   }
 };
 
 const one = (type: string, data: Decided['data']): readonly Decided[] => [{ type, data }];
 
-const decide: Aggregate<Replays, ReplayCommand>['decide'] = (command, state) => {
-  const replay = state.get(command.replayId);
+const decide: Aggregate<State, ReplayCommand>['decide'] = (command, replay) => {
   if (command.kind === 'request') {
-    if (replay !== undefined) return right([]);
+    if (replay !== null) return right([]);
     const unknown = [...new Set(command.types.filter((name) => !isPublicEventType(name)))];
     if (unknown.length > 0) return left(domainError('VALIDATION_ERROR', 'Unknown event name', { unknown, valid: [...PUBLIC_EVENT_TYPES] }));
     if (command.until !== null && command.until < command.since) return left(domainError('VALIDATION_ERROR', 'until is before since', { since: command.since, until: command.until }));
@@ -116,7 +118,7 @@ const decide: Aggregate<Replays, ReplayCommand>['decide'] = (command, state) => 
       }),
     );
   }
-  if (replay === undefined) return left(domainError('CONFLICT', 'Replay not found', { replay_id: command.replayId }));
+  if (replay === null) return left(domainError('CONFLICT', 'Replay not found', { replay_id: command.replayId }));
   // Settled: whatever a driver still had to say no longer matters.
   if (replay.status !== 'running') return right([]);
   switch (command.kind) {
@@ -130,9 +132,12 @@ const decide: Aggregate<Replays, ReplayCommand>['decide'] = (command, state) => 
   }
 };
 
-export const replayAggregate: Aggregate<Replays, ReplayCommand> = { initial: new Map(), evolve, decide };
+/** One replay: its stream's events (an older release's stream of a subscription's replays holds others too: see foldReplay). */
+export const replayAggregate: Aggregate<State, ReplayCommand> = { initial: null, evolve, decide };
 
-export const foldReplays = (events: readonly Pick<RecordedEvent, 'type' | 'data'>[]): Replays => events.reduce(evolve, replayAggregate.initial);
+/** Replay `replayId` from `events` (of its own stream, or an older release's stream of its subscription's replays), on top of `from`; null when they hold none of it. */
+export const foldReplay = (events: readonly Pick<RecordedEvent, 'type' | 'data'>[], replayId: string, from: State = null): State =>
+  events.reduce((replay, event) => (event.data['replay_id'] === replayId ? evolve(replay, event) : replay), from);
 
 /** The log event id of a replay step: the same step recorded again (a driver taken over) makes the same id, which the log drops. */
 export const replayEventId = (step: Decided): string =>

@@ -13,7 +13,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Decided } from '../../domain/aggregate.js';
 import { deliveryIdOf, legacyDeliveryIdOf, legacyReplayDeliveryIdOf, replayDeliveryIdOf } from '../../domain/delivery/ids.js';
-import { foldReplays, replayAggregate, replayEventId, replayStream, type Replay, type ReplayCommand } from '../../domain/replay/replay.js';
+import { foldReplay, replayAggregate, replayEventId, replayStream, type Replay, type ReplayCommand } from '../../domain/replay/replay.js';
 import type { MicrosClock } from '../../log/clock.js';
 import type { EventLog, RecordedEvent } from '../../log/event-log.js';
 import type { SubscriptionDirectory } from '../subscriptions.js';
@@ -40,10 +40,10 @@ export interface ReplayDriverDeps {
 /** `finished`: completed, cancelled or its subscription gone; `interrupted`: stopped or the lease lost, another driver continues. */
 export type DriveOutcome = 'finished' | 'interrupted';
 
-export const driveReplay = async (deps: ReplayDriverDeps, workspaceId: string, replay: Replay): Promise<DriveOutcome> => {
+/** `stream`: where the replay's records are (an older release's replay: its subscription's replay stream). */
+export const driveReplay = async (deps: ReplayDriverDeps, workspaceId: string, replay: Replay, stream = replayStream(replay.id)): Promise<DriveOutcome> => {
   const { log, subscriptions, dispatcher, clock } = deps;
   const subscriptionId = replay.subscriptionId;
-  const stream = replayStream(subscriptionId);
 
   /** The log decides: a directory in another thread or process may not have seen the deletion yet. */
   const subscriptionGone = async (): Promise<boolean> => {
@@ -51,10 +51,13 @@ export const driveReplay = async (deps: ReplayDriverDeps, workspaceId: string, r
     return row === undefined || (await loggedSince(log, row)) === 'gone';
   };
 
+  // The replay as its stream has it, caught up before each step with the records after the last read.
+  let folded = { state: null as Replay | null, next: 0 };
   /** Records a replay step, never leaving a replay stream behind a deleted subscription. */
   const record = async (command: ReplayCommand): Promise<void> => {
-    const state = foldReplays(await log.readStream(stream));
-    const decided = replayAggregate.decide(command, state);
+    const since = await log.readStream(stream, folded.next);
+    folded = { state: foldReplay(since, replay.id, folded.state), next: (since.at(-1)?.revision ?? folded.next - 1) + 1 };
+    const decided = replayAggregate.decide(command, folded.state);
     if (decided._tag === 'Left') throw new Error(`replay ${replay.id}: ${decided.left.message}`);
     const steps: readonly Decided[] = decided.right;
     if (steps.length === 0) return;

@@ -6,7 +6,7 @@ import * as t from 'io-ts';
 import type { Core } from '../../app/core.js';
 import { isoMicros } from '../../domain/envelope.js';
 import { domainError } from '../../domain/errors.js';
-import { foldReplays, replayAggregate, replayStream, type Replay } from '../../domain/replay/replay.js';
+import { replayAggregate, replayStream, type Replay } from '../../domain/replay/replay.js';
 import { business, invalid, notFound } from '../../http/api-error.js';
 import type { RouteModule } from '../../http/app.js';
 import type { ApiContext } from '../../http/context.js';
@@ -14,6 +14,7 @@ import { answer, refusal, type Operation } from '../../http/operations.js';
 import { decode, jsonInt, text } from '../../http/validation.js';
 import type { DeliveryHistoryReader } from '../../../projections/deliveries-index.js';
 import { webhookNotFound } from '../routes.js';
+import { findReplay } from './replay-records.js';
 import type { SubscriptionDirectory, SubscriptionRow } from '../subscriptions.js';
 import { instant, webhookOfPath } from './routes.js';
 
@@ -99,7 +100,7 @@ export const replayRoutes = (core: Core, deps: { history: DeliveryHistoryReader;
         if (body.until !== undefined && body.until < body.since) throw invalid([{ type: 'value_error', loc: ['body', 'until'], msg: 'until should not be before since' }]);
         if (!subscription.isActive) throw business(domainError('CONFLICT', 'Webhook is inactive: activate it first', { webhook_id: subscription.id }));
         const replayId = core.resourceId('replay', ctx.state.scope);
-        const result = await core.handle(replayAggregate, replayStream(subscription.id), subscription.workspaceId, {
+        const result = await core.handle(replayAggregate, replayStream(replayId), subscription.workspaceId, {
           kind: 'request',
           replayId,
           subscriptionId: subscription.id,
@@ -112,17 +113,17 @@ export const replayRoutes = (core: Core, deps: { history: DeliveryHistoryReader;
           at: core.clock(),
         }, ctx.state.scope);
         if (result._tag === 'Left') throw business(result.left);
-        const replay = result.right.state.get(replayId);
-        if (replay === undefined) throw new Error(`replay ${replayId} not recorded`);
+        const replay = result.right.state;
+        if (replay === null) throw new Error(`replay ${replayId} not recorded`);
         ctx.status = 202;
         ctx.body = await viewOf(replay, deps.history);
       });
 
       router.get('/webhooks/:webhook_id/replays/:replay_id', async (ctx) => {
         const subscription = subscriptionOf(ctx);
-        const replay = foldReplays(await core.log.readStream(replayStream(subscription.id))).get(String(ctx.params['replay_id']));
-        if (replay === undefined) throw notFound('Replay');
-        ctx.body = await viewOf(replay, deps.history);
+        const found = await findReplay(core.log, subscription.id, String(ctx.params['replay_id']));
+        if (found === undefined) throw notFound('Replay');
+        ctx.body = await viewOf(found.replay, deps.history);
       });
     },
   };

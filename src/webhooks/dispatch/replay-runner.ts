@@ -1,17 +1,17 @@
 // Finds the replays to drive and drives each on one dispatcher at a time. The replays still running
-// are read from the log at start (their requests, then each subscription's replay stream), and new
+// are read from the log at start (the requests not yet followed by an end, replay-records.ts), and new
 // requests as the log records them (the API thread or servers append them). Each is driven by
 // whichever dispatcher takes its lease (replay-leases.ts); the others keep it in view and try again
 // every `pollMs`, so a replay whose dispatcher stopped or died is continued by another one from the
 // cursor in the log. At most MAX_DRIVEN replays are driven at once per dispatcher, so replayed
 // deliveries waiting or in flight stay under MAX_DRIVEN × REPLAY_WINDOW per dispatcher.
-import { REPLAY_EVENTS, foldReplays, replayStream } from '../../domain/replay/replay.js';
+import { REPLAY_EVENTS, foldReplay } from '../../domain/replay/replay.js';
 import type { LogSubscription, RecordedEvent } from '../../log/event-log.js';
 import { driveReplay, type ReplayDriverDeps } from './replay-driver.js';
 import type { ReplayLeases } from './replay-leases.js';
+import { replayWhere, runningReplays, type ReplayWhere } from './replay-records.js';
 
 const MAX_DRIVEN = 8;
-const PAGE = 10_000;
 
 export interface ReplayRunnerDeps extends Omit<ReplayDriverDeps, 'keep' | 'stopped'> {
   readonly leases: ReplayLeases;
@@ -25,21 +25,16 @@ export interface ReplayRunner {
   stop(): Promise<void>;
 }
 
-interface InView {
-  readonly subscriptionId: string;
-  readonly workspaceId: string;
-}
-
 export const createReplayRunner = (deps: ReplayRunnerDeps): ReplayRunner => {
   const { log, leases } = deps;
   /** Replays running as far as this dispatcher knows, driven here or not. */
-  const inView = new Map<string, InView>();
+  const inView = new Map<string, ReplayWhere>();
   const driving = new Map<string, Promise<void>>();
   let stopping = false;
   let timer: NodeJS.Timeout | undefined;
   let requests: LogSubscription | null = null;
 
-  const drive = async (replayId: string, where: InView): Promise<void> => {
+  const drive = async (replayId: string, where: ReplayWhere): Promise<void> => {
     let renewedAt = Date.now();
     const keep = async (): Promise<boolean> => {
       if (Date.now() - renewedAt < leases.ttlMs / 3) return true;
@@ -47,8 +42,8 @@ export const createReplayRunner = (deps: ReplayRunnerDeps): ReplayRunner => {
       return leases.renew(replayId);
     };
     try {
-      const replay = foldReplays(await log.readStream(replayStream(where.subscriptionId))).get(replayId);
-      const outcome = replay?.status !== 'running' ? 'finished' : await driveReplay({ ...deps, keep, stopped: () => stopping }, where.workspaceId, replay);
+      const replay = foldReplay(await log.readStream(where.stream), replayId);
+      const outcome = replay?.status !== 'running' ? 'finished' : await driveReplay({ ...deps, keep, stopped: () => stopping }, where.workspaceId, replay, where.stream);
       if (outcome === 'finished') inView.delete(replayId);
     } catch (error) {
       // Tried again at the next poll, from the cursor recorded.
@@ -84,7 +79,7 @@ export const createReplayRunner = (deps: ReplayRunnerDeps): ReplayRunner => {
 
   const requested = (event: RecordedEvent): void => {
     const replayId = String(event.data['replay_id']);
-    inView.set(replayId, { subscriptionId: String(event.data['subscription_id']), workspaceId: event.workspaceId });
+    inView.set(replayId, replayWhere(event));
     void tryDrive(replayId);
   };
 
@@ -92,19 +87,7 @@ export const createReplayRunner = (deps: ReplayRunnerDeps): ReplayRunner => {
     async start() {
       // From before the scan: a request recorded meanwhile is seen twice, harmlessly.
       const after = await log.headPosition();
-      const streams = new Map<string, string>();
-      for (let from = 0; ; ) {
-        const page = await log.readAll({ after: from, limit: PAGE, types: [REPLAY_EVENTS.requested] });
-        for (const event of page) streams.set(String(event.data['subscription_id']), event.workspaceId);
-        const last = page.at(-1);
-        if (last === undefined || page.length < PAGE) break;
-        from = last.position;
-      }
-      for (const [subscriptionId, workspaceId] of streams) {
-        for (const replay of foldReplays(await log.readStream(replayStream(subscriptionId))).values()) {
-          if (replay.status === 'running') inView.set(replay.id, { subscriptionId, workspaceId });
-        }
-      }
+      for (const [replayId, where] of await runningReplays(log)) inView.set(replayId, where);
       requests = log.subscribe({ after, types: [REPLAY_EVENTS.requested] }, requested);
       requests.done.catch((error: unknown) => console.error('webhook replay requests stopped:', error));
       timer = setInterval(poll, deps.pollMs ?? 1_000);

@@ -37,6 +37,27 @@ export const must = async (url: string, method: string, p: string, token: string
   return sent.answer.body as Record<string, unknown>;
 };
 
+/** Writes tickets at WRITES_PER_S until stopped (their deliveries go to every subscription); `stop` resolves with how many. */
+export const ticketWriter = (url: string, key: string, prefix: string): { stop(): Promise<number> } => {
+  let running = true;
+  let writes = 0;
+  const done = (async () => {
+    for (let n = 0; running; n++) {
+      const next = performance.now() + 1000 / WRITES_PER_S;
+      await must(url, 'POST', '/api/v1/tickets', key, { subject: `${prefix}${n}`, contact: { email: `c${n % 100}@example.com` }, message: 'hello' });
+      writes++;
+      await sleep(Math.max(0, next - performance.now()));
+    }
+  })();
+  return {
+    async stop() {
+      running = false;
+      await done;
+      return writes;
+    },
+  };
+};
+
 /** A page query of the big subscription, at random: the shapes integrators send. */
 const randomQuery = (oldest: number, newest: number): string => {
   const at = encodeURIComponent(isoMicros(oldest + Math.floor(Math.random() * (newest - oldest))));
@@ -101,15 +122,7 @@ export const measurePages = async <C>(
   const bigPages: number[] = [];
   const smallPages: number[] = [];
   const other: number[] = [];
-  let writes = 0;
-  const writer = (async () => {
-    for (let n = 0; running; n++) {
-      const next = performance.now() + 1000 / WRITES_PER_S;
-      await must(url, 'POST', '/api/v1/tickets', key, { subject: `t${n}`, contact: { email: `c${n % 100}@example.com` }, message: 'hello' });
-      writes++;
-      await sleep(Math.max(0, next - performance.now()));
-    }
-  })();
+  const writer = ticketWriter(url, key, 't');
   const readers = Array.from({ length: READERS }, async () => {
     while (running) {
       const page = await timed(`/api/v1/webhooks/${big}/deliveries${randomQuery(oldest, newest)}`);
@@ -128,7 +141,7 @@ export const measurePages = async <C>(
   await sleep(target.seconds * 1000);
   const measured = await ceiling(oldest, newest);
   running = false;
-  await Promise.all([writer, unrelated, ...readers]);
+  const [writes] = await Promise.all([writer.stop(), unrelated, ...readers]);
   return { pages: quantiles(bigPages), few: quantiles(smallPages), unrelated: quantiles(other), writes, ceiling: measured };
 };
 
@@ -219,14 +232,7 @@ export interface ReplayStartFigures {
  */
 export const measureReplayStart = async (target: { readonly url: string; readonly key: string; readonly big: string; readonly small: string }, receiver: BenchReceiver): Promise<ReplayStartFigures> => {
   const { url, key } = target;
-  let running = true;
-  const writer = (async () => {
-    for (let n = 0; running; n++) {
-      const next = performance.now() + 1000 / WRITES_PER_S;
-      await must(url, 'POST', '/api/v1/tickets', key, { subject: `r${n}`, contact: { email: `c${n % 100}@example.com` }, message: 'hello' });
-      await sleep(Math.max(0, next - performance.now()));
-    }
-  })();
+  const writer = ticketWriter(url, key, 'r');
   const lags = (from: number, to: number) => quantiles(receiver.arrivals.filter(({ at }) => at >= from && at < to).map(({ lagMs }) => lagMs));
   /** ms from the request until the replay is completed (polled every 10 ms). */
   const replay = async (subscription: string): Promise<number> => {
@@ -245,8 +251,7 @@ export const measureReplayStart = async (target: { readonly url: string; readonl
     await sleep(1_000);
     return { bigMs, smallMs, liveAlone, liveDuring: lags(duringFrom, Date.now()) };
   } finally {
-    running = false;
-    await writer;
+    await writer.stop();
   }
 };
 

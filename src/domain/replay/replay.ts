@@ -45,7 +45,6 @@ export interface Replay {
   readonly reason: string | null;
 }
 
-
 export type ReplayCommand =
   | ({ readonly kind: 'request'; readonly replayId: string; readonly at: number } & Pick<Replay, 'subscriptionId' | 'since' | 'until' | 'throughPosition' | 'types' | 'onlyFailed'>)
   | { readonly kind: 'progress'; readonly replayId: string; readonly cursor: number; readonly matched: number }

@@ -14,8 +14,8 @@ import { answer, refusal, type Operation } from '../../http/operations.js';
 import { decode, jsonInt, text } from '../../http/validation.js';
 import type { DeliveryHistoryReader } from '../../../projections/deliveries-index.js';
 import { webhookNotFound } from '../routes.js';
-import { findReplay } from './replay-records.js';
 import type { SubscriptionDirectory, SubscriptionRow } from '../subscriptions.js';
+import { findReplay } from './replay-records.js';
 import { instant, webhookOfPath } from './routes.js';
 
 /** A point of the range: a public event offset (µs, as /updates gives them), or an ISO 8601 instant. */

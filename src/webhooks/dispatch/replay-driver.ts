@@ -12,6 +12,7 @@
 // the subscription's whole delivery history.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Decided } from '../../domain/aggregate.js';
+import type { Delivery } from '../../domain/delivery/delivery.js';
 import { deliveryIdOf, legacyDeliveryIdOf, legacyReplayDeliveryIdOf, replayDeliveryIdOf } from '../../domain/delivery/ids.js';
 import { foldReplay, replayAggregate, replayEventId, replayStream, type Replay, type ReplayCommand } from '../../domain/replay/replay.js';
 import type { MicrosClock } from '../../log/clock.js';
@@ -104,7 +105,7 @@ export const driveReplay = async (deps: ReplayDriverDeps, workspaceId: string, r
       }
       inRange.push(event);
     }
-    const known = inRange.length === 0 ? new Map() : await lookup(inRange.flatMap((event) => (replay.onlyFailed ? [...replayedIds(event.id), ...liveIds(event.id)] : replayedIds(event.id))));
+    const known = inRange.length === 0 ? new Map<string, Delivery>() : await lookup(inRange.flatMap((event) => (replay.onlyFailed ? [...replayedIds(event.id), ...liveIds(event.id)] : replayedIds(event.id))));
     const due: RecordedEvent[] = [];
     for (const event of inRange) {
       cursor = event.offset as number;

@@ -93,6 +93,8 @@ export interface EventLog {
   appendAll?(parts: readonly StreamAppend[]): Promise<AppendResult[]>;
   /** The stream forwards from `fromRevision` (inclusive, default 0); empty when it does not exist. */
   readStream(stream: string, fromRevision?: number): Promise<RecordedEvent[]>;
+  /** The revision of the stream's last event, null when it has none: without reading its events. */
+  lastRevision(stream: string): Promise<number | null>;
   /** Everything after a global position, in log order, optionally filtered. */
   readAll(options: ReadAllOptions): Promise<RecordedEvent[]>;
   /**

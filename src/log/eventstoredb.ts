@@ -28,7 +28,7 @@
 //   they resubscribe after the last event they handled (eventstoredb-subscription.ts). Their `done`
 //   settles only on stop() or a failure of the consumer's handler, as on SQLite.
 // - Reading $all needs a user allowed to (admin, or the connection string's default credentials).
-import { EventStoreDBClient, FORWARDS, START, streamNameFilter } from '@eventstore/db-client';
+import { BACKWARDS, END, EventStoreDBClient, FORWARDS, START, streamNameFilter } from '@eventstore/db-client';
 import type { AllStreamResolvedEvent, SubscribeToAllOptions } from '@eventstore/db-client';
 import { systemMicros } from './clock.js';
 import type { MicrosClock } from './clock.js';
@@ -141,6 +141,15 @@ export const openEventStoreDbLog = async (options: EventStoreDbLogOptions): Prom
         const event = decodeEvent(r.event);
         return event === null ? [] : [toRecord(event, stream, base, null)];
       });
+    },
+
+    lastRevision: async (stream) => {
+      const esdbStream = names.esdbStream(stream);
+      const base = await liveBase(client, esdbStream);
+      if (base === null) return null;
+      const [last] = await readStreamOrEmpty(client, esdbStream, { direction: BACKWARDS, fromRevision: END, maxCount: 1 });
+      const raw = last?.event?.revision;
+      return raw === undefined ? null : Number(raw - base);
     },
 
     readAll: (readOptions: ReadAllOptions) => readAllAfter(client, names, baseCache(client), readOptions),

@@ -305,6 +305,10 @@ export const openSqliteLog = (options: SqliteLogOptions): SqliteEventLog => {
       ensureOpen();
       return (statements.stream.all(stream, fromRevision) as Row[]).map(toRecord);
     },
+    lastRevision: async (stream) => {
+      ensureOpen();
+      return (statements.lastRevision.get(stream) as number | null) ?? null;
+    },
     readAll: async (options) => {
       ensureOpen();
       return reads.all(options).map(toRecord);

@@ -146,6 +146,20 @@ export const eventLogContract = (name: string, factory: EventLogFactory): void =
         expect((await log.readStream(stream, 2)).map((r) => r.revision)).to.deep.equal([2, 3]);
         expect(await log.readStream(unique('missing'))).to.deep.equal([]);
       });
+
+      it("tells a stream's last revision, null for a missing or deleted stream", async () => {
+        const stream = unique('ticket');
+        expect(await log.lastRevision(stream)).to.equal(null);
+        await log.append(stream, events(ws, 3), 'no_stream');
+        expect(await log.lastRevision(stream)).to.equal(2);
+        await log.append(stream, events(ws, 2), 2);
+        expect(await log.lastRevision(stream)).to.equal(4);
+        await log.deleteStream(stream);
+        expect(await log.lastRevision(stream)).to.equal(null);
+        // A stream written again after its deletion numbers from 0 again, as its reads do.
+        await log.append(stream, events(ws, 1), 'any');
+        expect(await log.lastRevision(stream)).to.equal((await log.readStream(stream)).at(-1)?.revision);
+      });
     });
 
     describe('expected revision', () => {

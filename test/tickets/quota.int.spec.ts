@@ -41,6 +41,18 @@ describe('monthly ticket quota claimer (int)', () => {
     expect(await claims(one, 3, 52)).to.deep.equal([true, true, false]);
   });
 
+  it("after a restart, counts the month from its last revision, reading none of the month's counts", async () => {
+    expect((await claims(createTicketQuota(log, () => NOW, randomId), 120, 1000)).every(Boolean)).to.equal(true);
+    const read: string[] = [];
+    const watched: EventLog = Object.assign(Object.create(log) as EventLog, {
+      readStream: (stream: string, fromRevision?: number) => (read.push(stream), log.readStream(stream, fromRevision)),
+    });
+    const restarted = createTicketQuota(watched, () => NOW, randomId);
+    expect(await claims(restarted, 3, 122)).to.deep.equal([true, true, false]);
+    expect(read).to.deep.equal([]);
+    expect(await log.readStream(quotaStream('ws', monthOf(NOW)))).to.have.length(122);
+  });
+
   const ticketOf = (ticketId: string) => ({
     stream: `ticket-${ticketId}`,
     events: [{ id: randomId(), type: 'ticket.created', workspaceId: 'ws', data: { ticket_id: ticketId } }] as NewEvent[],

@@ -32,7 +32,7 @@ interface QuotaStream {
   readonly workspaceId: string;
   /** Last revision once every append submitted has landed (-1: no stream); the count is this + 1. */
   revision: number;
-  /** The stream must be read again before the next decision. */
+  /** The stream's last revision must be asked again before the next decision. */
   stale: boolean;
   reading: boolean;
   inFlight: number;

@@ -6,6 +6,7 @@ import type { Decided } from '../../src/domain/aggregate.js';
 import { deliveryAggregate, foldDeliveries, packSteps, type Delivery, type DeliveryCommand } from '../../src/domain/delivery/delivery.js';
 import { deliveryStream } from '../../src/domain/delivery/ids.js';
 import type { EventLog } from '../../src/log/event-log.js';
+import { DELIVERY_INDEX_TYPES, type DeliveryIndex } from '../../projections/deliveries-index.js';
 
 export interface ScheduleOptions {
   readonly eventType?: string;
@@ -72,16 +73,42 @@ export const deliveryRecords = (log: EventLog) => {
 /** Every delivery of subscription `s` as a reading of its whole stream gives them. */
 export const wholeStream = async (log: EventLog): Promise<Map<string, Delivery>> => foldDeliveries(await log.readStream(deliveryStream('s')));
 
-/** The log as it is, telling which revision each read of a delivery stream started from. */
+/** One read of a stream through a `watched` log: where it started and how many records it returned. */
+export interface StreamRead {
+  readonly stream: string;
+  readonly fromRevision: number;
+  readonly records: number;
+}
+
+/** The log as it is, telling which revision each stream read started from (`from`), and each read whole once it returned (`reads`). */
 export const watched = (log: EventLog) => {
   const from: number[] = [];
-  const reads: EventLog = Object.assign(Object.create(log) as EventLog, {
-    readStream: (stream: string, fromRevision = 0) => {
+  const reads: StreamRead[] = [];
+  const watching: EventLog = Object.assign(Object.create(log) as EventLog, {
+    readStream: async (stream: string, fromRevision = 0) => {
       from.push(fromRevision);
-      return log.readStream(stream, fromRevision);
+      const records = await log.readStream(stream, fromRevision);
+      reads.push({ stream, fromRevision, records: records.length });
+      return records;
     },
   });
-  return { log: reads, from };
+  return { log: watching, from, reads };
+};
+
+/** Feeds an index the log's delivery records as its indexer does, a chosen number at a time. */
+export const indexFeeder = (log: EventLog, index: Pick<DeliveryIndex, 'apply'>) => {
+  let applied = 0;
+  return {
+    /** Applies the next `count` delivery records of the log (all when omitted). */
+    async applyNext(count = Infinity): Promise<void> {
+      for (const event of (await log.readAll({ after: applied, types: DELIVERY_INDEX_TYPES })).slice(0, count)) {
+        await index.apply(event);
+        applied = event.position;
+      }
+    },
+    /** Starts over from the log's first record (the index was cleared). */
+    reset: () => void (applied = 0),
+  };
 };
 
 const historyStep = fc.oneof(

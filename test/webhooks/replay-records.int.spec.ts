@@ -9,7 +9,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { replayDeliveryIdOf } from '../../src/domain/delivery/ids.js';
 import { REPLAY_EVENTS, legacyReplayStream, replayAggregate, replayEventId, replayStream, type ReplayCommand } from '../../src/domain/replay/replay.js';
-import type { EventLog } from '../../src/log/event-log.js';
 import { openSqliteLog, type SqliteEventLog } from '../../src/log/sqlite.js';
 import { createDispatcher, type Dispatcher } from '../../src/webhooks/dispatch/dispatcher.js';
 import { findReplay, runningReplays } from '../../src/webhooks/dispatch/replay-records.js';
@@ -18,6 +17,7 @@ import { createReplayRunner, type ReplayRunner } from '../../src/webhooks/dispat
 import { deleteSubscriptionHistory } from '../../src/webhooks/dispatch/subscription-history.js';
 import type { DeliveryRequest } from '../../src/webhooks/sender.js';
 import { currentReplay, recordingDeps, requestReplay, subscriptionsOf } from '../support/dispatcher-fixture.js';
+import { watched } from '../support/delivery-steps.js';
 import { eventually } from '../support/webhooks-dispatch.js';
 
 const WORKSPACE = 'w'.repeat(32);
@@ -29,23 +29,15 @@ describe('replays read from the log (int, real SQLite log)', function () {
   this.timeout(20_000);
   let dir: string;
   let log: SqliteEventLog;
-  /** Each stream read, and the records it returned. */
-  let reads: { stream: string; records: number }[];
-  let watched: EventLog;
+  /** The log, telling each stream read and the records it returned. */
+  let watching: ReturnType<typeof watched>;
   let dispatcher: Dispatcher | undefined;
   let runner: ReplayRunner | undefined;
 
   beforeEach(() => {
     dir = mkdtempSync(join(tmpdir(), 'replay-records-'));
     log = openSqliteLog({ file: join(dir, 'events.sqlite'), durability: 'relaxed' });
-    reads = [];
-    watched = Object.assign(Object.create(log) as EventLog, {
-      readStream: async (stream: string, fromRevision = 0) => {
-        const records = await log.readStream(stream, fromRevision);
-        reads.push({ stream, records: records.length });
-        return records;
-      },
-    });
+    watching = watched(log);
   });
   afterEach(async () => {
     await runner?.stop();
@@ -77,10 +69,10 @@ describe('replays read from the log (int, real SQLite log)', function () {
 
   it("reads one replay's own records, never its subscription's other replays'", async () => {
     for (let n = 0; n < 20; n++) await finished(n, 50);
-    const found = await findReplay(watched, SUBSCRIPTION, replayIdOf(7));
+    const found = await findReplay(watching.log, SUBSCRIPTION, replayIdOf(7));
     expect(found?.replay).to.include({ id: replayIdOf(7), status: 'completed', cursor: 50 });
     expect(found?.stream).to.equal(replayStream(replayIdOf(7)));
-    expect(reads).to.deep.equal([{ stream: replayStream(replayIdOf(7)), records: 52 }]);
+    expect(watching.reads).to.deep.equal([{ stream: replayStream(replayIdOf(7)), fromRevision: 0, records: 52 }]);
   });
 
   it('finds no replay of another subscription, and none that does not exist', async () => {
@@ -95,12 +87,12 @@ describe('replays read from the log (int, real SQLite log)', function () {
     await recordSteps(replayStream(replayIdOf(5)), [request(replayIdOf(5)), { kind: 'progress', replayId: replayIdOf(5), cursor: 9, matched: 9 }]);
     await recordSteps(legacyReplayStream(OTHER), [request(replayIdOf(6), OTHER)]);
     await recordSteps(legacyReplayStream(OTHER), [request(replayIdOf(7), OTHER), { kind: 'cancel', replayId: replayIdOf(7), reason: 'subscription_inactive', at: 3 }]);
-    const running = await runningReplays(watched);
+    const running = await runningReplays(watching.log);
     expect([...running.entries()].sort()).to.deep.equal([
       [replayIdOf(5), { subscriptionId: SUBSCRIPTION, workspaceId: WORKSPACE, stream: replayStream(replayIdOf(5)) }],
       [replayIdOf(6), { subscriptionId: OTHER, workspaceId: WORKSPACE, stream: legacyReplayStream(OTHER) }],
     ]);
-    expect(reads, 'no stream read').to.deep.equal([]);
+    expect(watching.reads, 'no stream read').to.deep.equal([]);
   });
 
   it("drives to its end, where it is recorded, a replay an older release recorded in its subscription's stream", async () => {

@@ -13,10 +13,10 @@ import { deliveryStream } from '../../src/domain/delivery/ids.js';
 import type { EventLog } from '../../src/log/event-log.js';
 import { openSqliteLog, type SqliteEventLog } from '../../src/log/sqlite.js';
 import { createWaitingDeliveries } from '../../src/webhooks/dispatch/waiting.js';
-import { DELIVERY_INDEX_TYPES, type DeliveryIndex, type WaitingReader } from '../../projections/deliveries-index.js';
+import type { DeliveryIndex, WaitingReader } from '../../projections/deliveries-index.js';
 import { createMemoryDeliveryIndex } from '../../projections/deliveries-index-memory.js';
 import { openSqliteDeliveryIndex } from '../../projections/deliveries-index-sqlite.js';
-import { appendHistory, deliveryRecords, historyRecords, watched, wholeStream } from '../support/delivery-steps.js';
+import { appendHistory, deliveryRecords, historyRecords, indexFeeder, watched, wholeStream } from '../support/delivery-steps.js';
 
 const scheduled = (id: string): Decided => ({
   type: 'delivery.scheduled',
@@ -80,22 +80,14 @@ for (const adapter of ['sqlite', 'memory'] as const) {
     let dir: string;
     let log: SqliteEventLog;
     let index: DeliveryIndex;
-    /** The index's place in the log. */
-    let applied = 0;
-
-    /** Applies the next `count` delivery records of the log to the index (all when omitted). */
-    const applyNext = async (count = Infinity): Promise<void> => {
-      for (const event of (await log.readAll({ after: applied, types: DELIVERY_INDEX_TYPES })).slice(0, count)) {
-        await index.apply(event);
-        applied = event.position;
-      }
-    };
+    let feed: ReturnType<typeof indexFeeder>;
+    const applyNext = (count?: number): Promise<void> => feed.applyNext(count);
 
     beforeEach(() => {
       dir = mkdtempSync(join(tmpdir(), 'waiting-seeded-'));
       log = openSqliteLog({ file: join(dir, 'events.sqlite'), durability: 'relaxed' });
       index = adapter === 'sqlite' ? openSqliteDeliveryIndex({ file: join(dir, 'history.sqlite') }) : createMemoryDeliveryIndex();
-      applied = 0;
+      feed = indexFeeder(log, index);
     });
     afterEach(async () => {
       await Promise.all([log.close(), index.close()]);
@@ -192,7 +184,7 @@ for (const adapter of ['sqlite', 'memory'] as const) {
         fc.asyncProperty(fc.array(round, { minLength: 1, maxLength: 5 }), async (rounds) => {
           await log.deleteStream(deliveryStream('s'));
           await index.clear();
-          applied = 0;
+          feed.reset();
           const records = deliveryRecords(log);
           const waiting = createWaitingDeliveries(log, index, 0);
           const fresh = createWaitingDeliveries(log, index, Infinity);

@@ -57,7 +57,8 @@ export const driveReplay = async (deps: ReplayDriverDeps, workspaceId: string, r
   /** Records a replay step, never leaving a replay stream behind a deleted subscription. */
   const record = async (command: ReplayCommand): Promise<void> => {
     const since = await log.readStream(stream, folded.next);
-    folded = { state: foldReplay(since, replay.id, folded.state), next: (since.at(-1)?.revision ?? folded.next - 1) + 1 };
+    const last = since.at(-1);
+    folded = { state: foldReplay(since, replay.id, folded.state), next: last === undefined ? folded.next : last.revision + 1 };
     const decided = replayAggregate.decide(command, folded.state);
     if (decided._tag === 'Left') throw new Error(`replay ${replay.id}: ${decided.left.message}`);
     const steps: readonly Decided[] = decided.right;

@@ -4,9 +4,8 @@
 // deletion removes, reads the log's replay requests and ends by type: the cost of the replays, never
 // of their progress records.
 import { REPLAY_EVENTS, foldReplay, legacyReplayStream, replayStream, type Replay } from '../../domain/replay/replay.js';
+import { eachEvent } from '../../log/each-event.js';
 import type { EventLog, RecordedEvent } from '../../log/event-log.js';
-
-const PAGE = 10_000;
 
 export interface ReplayWhere {
   readonly subscriptionId: string;
@@ -31,29 +30,18 @@ export const findReplay = async (log: EventLog, subscriptionId: string, replayId
   return undefined;
 };
 
-/** Every event of `types` in the log, a page at a time. */
-const eachOf = async (log: EventLog, types: readonly string[], visit: (event: RecordedEvent) => void): Promise<void> => {
-  for (let after = 0; ; ) {
-    const page = await log.readAll({ after, limit: PAGE, types });
-    page.forEach(visit);
-    const last = page.at(-1);
-    if (last === undefined || page.length < PAGE) return;
-    after = last.position;
-  }
-};
-
 /** The replays requested and neither completed nor cancelled yet, by id. */
 export const runningReplays = async (log: EventLog): Promise<Map<string, ReplayWhere>> => {
   const running = new Map<string, ReplayWhere>();
-  await eachOf(log, [REPLAY_EVENTS.requested], (event) => running.set(String(event.data['replay_id']), replayWhere(event)));
-  await eachOf(log, [REPLAY_EVENTS.completed, REPLAY_EVENTS.cancelled], (event) => running.delete(String(event.data['replay_id'])));
+  await eachEvent(log, { after: 0, types: [REPLAY_EVENTS.requested] }, (event) => running.set(String(event.data['replay_id']), replayWhere(event)));
+  await eachEvent(log, { after: 0, types: [REPLAY_EVENTS.completed, REPLAY_EVENTS.cancelled] }, (event) => running.delete(String(event.data['replay_id'])));
   return running;
 };
 
 /** The streams the subscription's replays are recorded in (an older release's included), for its deletion. */
 export const replayStreamsOf = async (log: EventLog, subscriptionId: string): Promise<string[]> => {
   const streams = new Set([legacyReplayStream(subscriptionId)]);
-  await eachOf(log, [REPLAY_EVENTS.requested], (event) => {
+  await eachEvent(log, { after: 0, types: [REPLAY_EVENTS.requested] }, (event) => {
     if (event.data['subscription_id'] === subscriptionId) streams.add(event.stream);
   });
   return [...streams];

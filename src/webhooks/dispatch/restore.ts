@@ -1,7 +1,8 @@
 // Reads the delivery history back from the log at start: the deliveries (to reschedule those still
 // waiting) and the fan-out checkpoint derived from it, the highest `fanned_out_through` recorded.
 import { DELIVERY_RECORD_TYPES, deliveryAggregate, unpackSteps, type Delivery } from '../../domain/delivery/delivery.js';
-import type { EventLog } from '../../log/event-log.js';
+import { eachEvent } from '../../log/each-event.js';
+import type { EventLog, RecordedEvent } from '../../log/event-log.js';
 import type { RestoredDelivery } from './dispatcher.js';
 
 export interface DeliveryHistory {
@@ -12,19 +13,14 @@ export interface DeliveryHistory {
 export const readDeliveryHistory = async (log: EventLog, pageSize = 10_000): Promise<DeliveryHistory> => {
   const deliveries = new Map<string, { delivery: Delivery; workspaceId: string }>();
   let fannedOutThrough = 0;
-  for (let after = 0; ; ) {
-    const page = await log.readAll({ after, limit: pageSize, types: DELIVERY_RECORD_TYPES });
-    for (const event of page) {
-      for (const step of unpackSteps(event)) {
-        const id = String(step.data['delivery_id']);
-        const delivery = deliveryAggregate.evolve(deliveries.get(id)?.delivery ?? null, step);
-        if (delivery !== null) deliveries.set(id, { delivery, workspaceId: event.workspaceId });
-        if (step.type === 'delivery.scheduled') fannedOutThrough = Math.max(fannedOutThrough, Number(step.data['fanned_out_through']));
-      }
+  const visit = (event: RecordedEvent): void => {
+    for (const step of unpackSteps(event)) {
+      const id = String(step.data['delivery_id']);
+      const delivery = deliveryAggregate.evolve(deliveries.get(id)?.delivery ?? null, step);
+      if (delivery !== null) deliveries.set(id, { delivery, workspaceId: event.workspaceId });
+      if (step.type === 'delivery.scheduled') fannedOutThrough = Math.max(fannedOutThrough, Number(step.data['fanned_out_through']));
     }
-    const last = page.at(-1);
-    if (last === undefined || page.length < pageSize) break;
-    after = last.position;
-  }
+  };
+  await eachEvent(log, { after: 0, types: DELIVERY_RECORD_TYPES }, visit, pageSize);
   return { deliveries: [...deliveries.values()], fannedOutThrough };
 };

@@ -130,6 +130,12 @@ const prepareFile = (db: Database.Database, file: string): void => {
 export interface SqliteDeliveryHistory extends DeliveryHistoryReader, WaitingReader {
   /** The waiting deliveries and those past the fan-out checkpoint, as of the last commit. */
   pending(): Promise<PendingDeliveries>;
+  /**
+   * The same, read a page at a time as they are iterated (a restart's take-over, which a backlog of
+   * millions would otherwise hold in memory at once). Each page is a read of its own: a delivery
+   * settled meanwhile may be left out, none still waiting is (rows keep their place when updated).
+   */
+  pendingPages(pageSize: number): Promise<{ readonly deliveries: AsyncIterable<IndexedDelivery>; readonly fannedOutThrough: number }>;
 }
 
 /** The writer: also commits its open transaction on demand (a reader on another connection sees it then). */
@@ -221,6 +227,23 @@ const historyReads = (db: Database.Database): Omit<SqliteDeliveryHistory, 'close
         return { deliveries: rows.map((row) => ({ delivery: deliveryOf(row.json), workspaceId: row.workspace })), fannedOutThrough };
       });
       return read.deferred();
+    },
+    async pendingPages(pageSize) {
+      const { fannedOutThrough } = prepared('SELECT fanned_out_through AS fannedOutThrough FROM meta').get() as { fannedOutThrough: number };
+      const indexed = (row: Row): IndexedDelivery => ({ delivery: deliveryOf(row.json), workspaceId: row.workspace });
+      async function* deliveries(): AsyncGenerator<IndexedDelivery> {
+        // Past the checkpoint and settled: as many as the fan-out was behind, read at once.
+        const past = prepared("SELECT json, workspace FROM deliveries INDEXED BY d_event_position WHERE event_position > ? AND status != 'waiting'").all(fannedOutThrough) as Row[];
+        yield* past.map(indexed);
+        const page = prepared("SELECT ord, json, workspace FROM deliveries INDEXED BY d_waiting WHERE status = 'waiting' AND ord > ? ORDER BY ord LIMIT ?");
+        for (let after = 0; ; ) {
+          const rows = page.all(after, pageSize) as (Row & { readonly ord: number })[];
+          yield* rows.map(indexed);
+          if (rows.length < pageSize) return;
+          after = (rows.at(-1) as { readonly ord: number }).ord;
+        }
+      }
+      return { deliveries: deliveries(), fannedOutThrough };
     },
   };
 };

@@ -97,6 +97,63 @@ describe('delivery history index file (int)', () => {
     }
   });
 
+  it('hands a restart what waits a page at a time: what pending() hands at once, without one settled between pages, with one changed but waiting', async () => {
+    const writer = openSqliteDeliveryIndex({ file: temp.file });
+    const reader = openSqliteDeliveryHistory({ file: temp.file });
+    const attempted = (position: number, deliveryId: string, delivered: boolean) => ({
+      id: `e${position}`,
+      position,
+      revision: position - 1,
+      stream: 'deliveries-s1',
+      workspaceId: 'ws',
+      ...packSteps([
+        {
+          type: 'delivery.attempted',
+          data: { delivery_id: deliveryId, round: 1, attempt: 1, delivered, status_code: delivered ? 200 : 503, error: null, latency_ms: 3, attempted_at: 2_000, next_attempt_at: delivered ? null : 9_000 },
+        },
+      ]),
+    });
+    const ids = async (deliveries: AsyncIterable<{ readonly delivery: { readonly id: string } }>): Promise<string[]> => {
+      const seen: string[] = [];
+      for await (const { delivery } of deliveries) seen.push(delivery.id);
+      return seen;
+    };
+    try {
+      for (let position = 1; position <= 25; position++) {
+        const event = scheduled(position);
+        // The fan-out checkpoint ends at 20: the deliveries of 21 to 25 are past it, settled or not.
+        (event.data as { steps: { data: Record<string, unknown> }[] }).steps[0]!.data['fanned_out_through'] = Math.min(position, 20);
+        writer.apply(event);
+      }
+      writer.apply(attempted(26, 'd3', true));
+      writer.apply(attempted(27, 'd22', true));
+      writer.commit();
+      const atOnce = await reader.pending();
+      for (const pageSize of [1, 4, 23, 100]) {
+        const paged = await reader.pendingPages(pageSize);
+        expect(paged.fannedOutThrough).to.equal(atOnce.fannedOutThrough);
+        const got = await ids(paged.deliveries);
+        expect(got, `pages of ${pageSize}`).to.have.length(new Set(got).size);
+        expect([...got].sort(), `pages of ${pageSize}`).to.deep.equal(atOnce.deliveries.map((d) => d.delivery.id).sort());
+      }
+      // Between two pages: d15 is delivered and d16 fails an attempt (it waits on, its row in place).
+      const paged = (await reader.pendingPages(4)).deliveries[Symbol.asyncIterator]();
+      const first: string[] = [];
+      for (let n = 0; n < 5; n++) first.push(((await paged.next()).value as { delivery: { id: string } }).delivery.id);
+      writer.apply(attempted(28, 'd15', true));
+      writer.apply(attempted(29, 'd16', false));
+      writer.commit();
+      const rest = await ids({ [Symbol.asyncIterator]: () => paged });
+      const all = [...first, ...rest];
+      expect(all).to.not.include('d15');
+      expect(all.filter((id) => id === 'd16')).to.have.length(1);
+      expect(all).to.have.length(new Set(all).size);
+    } finally {
+      await reader.close();
+      await writer.close();
+    }
+  });
+
   it('writes a delivery changed twice before a commit in its last state, seen at once by the writer and after the commit by a reader', async () => {
     const writer = openSqliteDeliveryIndex({ file: temp.file });
     const reader = openSqliteDeliveryHistory({ file: temp.file });

@@ -6,7 +6,9 @@
 // the delivery for that attempt: it reads the delivery back from the log, and lets go of it once the
 // next attempt is handed back to the schedule, since another dispatcher may take that one. Only the
 // owner moves an entry (put); a dispatcher announcing a delivery it does not own offers it. What it put
-// it keeps for a while (own-puts.ts): claiming that entry back untouched, it skips the log.
+// it keeps for a while (own-puts.ts): claiming that entry back untouched, it skips the log. With its
+// own schedule it may park what it need not hold (`parking`, parking.ts): held memory then follows
+// what is due soon, not what waits.
 import type { Decided } from '../../domain/aggregate.js';
 import { deliveryAggregate, foldDeliveries, type Delivery, type DeliveryCommand } from '../../domain/delivery/delivery.js';
 import { deliveryIdOf, deliveryStream, legacyDeliveryIdOf, replayDeliveryIdOf } from '../../domain/delivery/ids.js';
@@ -20,6 +22,7 @@ import type { SubscriptionDirectory, SubscriptionRow } from '../subscriptions.js
 import type { DeliveryBacklog } from './backlog.js';
 import { bodyAtPosition, envelopeBytes } from './bodies.js';
 import { createOwnPuts } from './own-puts.js';
+import type { ParkedAttempt, ParkingLot } from './parking.js';
 import { createPump } from './pump.js';
 import { createPunctuality, type AttemptKind, type PunctualityFigures } from './punctuality.js';
 import { createRecorder } from './recorder.js';
@@ -51,7 +54,29 @@ export interface DispatcherDeps {
    * at the log (DeletionListener.reachable): a DELETE answered after that look waits for this one.
    */
   readonly reachable?: () => Promise<void> | null;
+  /** Own schedule only: where attempts not held in memory wait (parking.ts); the dispatcher closes it at stop. */
+  readonly parking?: Parking;
 }
+
+export interface Parking {
+  readonly lot: ParkingLot;
+  /**
+   * Retries due later than this are parked. The lot is looked at four times per horizon, so a retry
+   * is held again at least three quarters of it before it is due.
+   */
+  readonly horizonMs: number;
+  /**
+   * Deliveries held in all past which the attempts of subscriptions holding more than
+   * `heldPerSubscription` are parked, whenever due (a quiet subscription is never parked behind a busy
+   * one's backlog). Taken back, earliest first, while fewer than half of `maxHeld` are held or their
+   * subscription holds under half its share.
+   */
+  readonly maxHeld: number;
+  readonly heldPerSubscription: number;
+}
+
+/** Attempts parked or taken back in one go, at most (one transaction of the lot, one read of the deliveries per subscription). */
+const PARKING_BATCH = 1_000;
 
 /** A delivery read back from the log after a restart. */
 export interface RestoredDelivery {
@@ -113,7 +138,7 @@ export interface Dispatcher {
    */
   fanOut(record: RecordedEvent, fannedOutThrough?: number): Promise<void>;
   /** Takes over deliveries read back from the log; those of events after `fannedOutThrough` are remembered so a replay skips them. */
-  resume(restored: readonly RestoredDelivery[], fannedOutThrough: number): Promise<void>;
+  resume(restored: Iterable<RestoredDelivery> | AsyncIterable<RestoredDelivery>, fannedOutThrough: number): Promise<void>;
   /** Cancels the waiting deliveries of events before the deactivation at `position`. */
   subscriptionDeactivated(subscriptionId: string, position: number): Promise<void>;
   /** Forgets the subscription's deliveries and deletes their history; nothing is sent to it once this is called. */
@@ -207,6 +232,12 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
   const settling = new Set<Promise<void>>();
   const ownPuts = createOwnPuts<Pending>(OWN_PUTS_KEPT);
   const loggedNow = sharedPerTurn(log);
+  const parking = shared ? undefined : deps.parking;
+  /** Subscriptions whose parked attempts are being taken back (one take at a time each). */
+  const refilling = new Set<string>();
+  /** Set by stop: nothing is taken back from the lot it closes. */
+  let stopping = false;
+  const held = (subscriptionId: string): number => bySubscription.get(subscriptionId)?.size ?? 0;
 
   const track = (p: Pending): void => {
     pending.set(p.delivery.id, p);
@@ -221,6 +252,36 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
     const ids = bySubscription.get(p.delivery.subscriptionId);
     ids?.delete(p.delivery.id);
     if (ids?.size === 0) bySubscription.delete(p.delivery.subscriptionId);
+    refill(p.delivery.subscriptionId);
+  };
+
+  /**
+   * Parks what need not be held (`parking`): a retry due later than the horizon; a first attempt of a
+   * subscription with first attempts parked already (they go out in order); and past `maxHeld` held
+   * in all, an attempt of a subscription holding more than its share. Returns the rest. A parked
+   * delivery is forgotten here; the log has it.
+   */
+  const parked = (due: readonly { p: Pending; at: number }[]): readonly { p: Pending; at: number }[] => {
+    if (parking === undefined) return due;
+    const horizon = clock() + parking.horizonMs * 1000;
+    const parkingFirsts = new Set<string>();
+    const toPark: ParkedAttempt[] = [];
+    const forgotten: Pending[] = [];
+    const kept = due.filter(({ p, at }) => {
+      const { subscriptionId } = p.delivery;
+      const retry = attemptKind(p.delivery, p.delivery.attempt + 1) === 'retry';
+      const pressed = pending.size > parking.maxHeld && held(subscriptionId) > parking.heldPerSubscription;
+      const parks = retry ? at > horizon || pressed : pressed || parkingFirsts.has(subscriptionId) || parking.lot.firsts(subscriptionId) > 0;
+      if (!parks) return true;
+      if (!retry) parkingFirsts.add(subscriptionId);
+      toPark.push({ deliveryId: p.delivery.id, subscriptionId, dueAt: at, retry });
+      forgotten.push(p);
+      return false;
+    });
+    if (toPark.length === 0) return kept;
+    parking.lot.park(toPark);
+    forgotten.forEach(forget);
+    return kept;
   };
 
   /**
@@ -236,7 +297,7 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
         if (how === 'put') ownPuts.keep(p.delivery.id, p);
       }
     }
-    const entries = due.map(({ p, at }) => dueAttempt(p.delivery, at));
+    const entries = parked(due).map(({ p, at }) => dueAttempt(p.delivery, at));
     // Shared, a put takes its own attempts (one script for what was three round trips). Embedded, a
     // take is a call in memory: the puts of a turn are taken together once it ends, which starting each
     // fan-out's attempts at its put made slower (the embedded burst's p99 higher in five pairs of six).
@@ -390,6 +451,93 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
     if (workspaceId === null) return;
     for (const delivery of deliveries.values()) if (delivery.status === 'waiting') hold(delivery, workspaceId);
   };
+
+  /**
+   * Takes parked attempts back: each delivery read as the log has it now (it was forgotten when
+   * parked), held and put in the schedule. What no longer waits, or whose subscription is gone, is
+   * dropped. Parked again if the read fails, so none is lost.
+   */
+  const unpark = async (attempts: readonly ParkedAttempt[]): Promise<void> => {
+    if (attempts.length === 0) return;
+    const bySubscriptionId = new Map<string, string[]>();
+    for (const { subscriptionId, deliveryId } of attempts) {
+      const ids = bySubscriptionId.get(subscriptionId) ?? [];
+      ids.push(deliveryId);
+      bySubscriptionId.set(subscriptionId, ids);
+    }
+    const taken: Pending[] = [];
+    const fresh: Pending[] = [];
+    try {
+      // A first attempt is parked as its record goes out: it is read back once that is durable.
+      await recorder.settled();
+      for (const [subscriptionId, ids] of bySubscriptionId) {
+        const workspaceId = subscriptions.workspaceOf(subscriptionId);
+        if (workspaceId === undefined || gone.has(subscriptionId)) continue;
+        const found = await (await records.lookup(subscriptionId))(ids);
+        for (const id of ids) {
+          const delivery = found.get(id);
+          if (delivery?.status !== 'waiting' || delivery.nextAttemptAt === null) continue;
+          const before = pending.has(id);
+          const p = hold(delivery, workspaceId);
+          taken.push(p);
+          if (!before) fresh.push(p);
+          if (attemptKind(delivery, delivery.attempt + 1) === 'first') liveUnattempted.add(id);
+        }
+      }
+    } catch (error) {
+      fresh.forEach(forget);
+      parking?.lot.park(attempts);
+      throw error;
+    }
+    if (taken.length === 0) return;
+    await schedule.put(...taken.map((p) => dueAttempt(p.delivery, p.delivery.nextAttemptAt as number)));
+    pump.kick();
+  };
+
+  /** Parked takes under way: a stop waits for them before it closes the lot. */
+  const unparking = new Set<Promise<void>>();
+  /** Whether the last take-back failed: said once, not at every look while it lasts. */
+  let unparkFailing = false;
+
+  /**
+   * How many parked attempts the subscription may have back now: with under half of `maxHeld` held
+   * in all, up to three quarters of it (a batch at most); and once the subscription holds under half
+   * its share, up to that share. The gaps between the marks keep a take from following every settle.
+   */
+  const roomFor = (subscriptionId: string, { maxHeld, heldPerSubscription }: Parking): number => {
+    const overall = pending.size < maxHeld / 2 ? Math.min(PARKING_BATCH, Math.floor((maxHeld * 3) / 4) - pending.size) : 0;
+    const holds = held(subscriptionId);
+    return Math.max(overall, holds < heldPerSubscription / 2 ? heldPerSubscription - holds : 0);
+  };
+
+  /**
+   * Takes back the subscription's parked retries falling due within the horizon, then its first
+   * attempts, earliest first, a batch at a time while it has room for them (one take at a time each).
+   */
+  function refill(subscriptionId: string): void {
+    if (parking === undefined || stopping || refilling.has(subscriptionId) || !parking.lot.has(subscriptionId)) return;
+    const room = roomFor(subscriptionId, parking);
+    if (room === 0) return;
+    const { lot, horizonMs } = parking;
+    refilling.add(subscriptionId);
+    const work = (async () => {
+      const taken = lot.takeRetries(subscriptionId, clock() + horizonMs * 1000, room);
+      if (taken.length < room) taken.push(...lot.takeFirsts(subscriptionId, room - taken.length));
+      await unpark(taken);
+      unparkFailing = false;
+      refilling.delete(subscriptionId);
+      // A full batch: more may be waiting.
+      if (taken.length === room) refill(subscriptionId);
+    })()
+      .catch((error: unknown) => {
+        if (!unparkFailing) console.error(`webhook ${subscriptionId}: taking back its parked attempts failed (they stay parked, tried again shortly):`, error);
+        unparkFailing = true;
+      })
+      .finally(() => refilling.delete(subscriptionId));
+    unparking.add(work);
+    void work.finally(() => unparking.delete(work));
+  }
+  let sweeper: NodeJS.Timeout | null = null;
 
   /** One attempt; resolves when its slot is free (the bookkeeping after it continues in `settling`). */
   const attemptOnce = async (entry: DueAttempt): Promise<void> => {
@@ -555,7 +703,8 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
       await scheduleNew(event, envelopeBytes(event), [command], true);
     },
 
-    replayRoom: () => (liveUnattempted.size > 0 ? 0 : Math.max(0, Math.floor(deps.maxInFlight / 2) - pump.load())),
+    // Parked first attempts count as unattempted live ones (a replay's own among them: it waits for them too).
+    replayRoom: () => (liveUnattempted.size > 0 || (parking?.lot.firsts() ?? 0) > 0 ? 0 : Math.max(0, Math.floor(deps.maxInFlight / 2) - pump.load())),
 
     async replayBacklog(subscriptionId, replayId) {
       const { deliveries } = await waiting.read(subscriptionId);
@@ -566,7 +715,9 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
 
     async resume(restored, fannedOutThrough) {
       const gone = new Set<string>();
-      for (const { delivery, workspaceId } of restored) {
+      // Offered a batch at a time: what is parked goes to the lot in one transaction a batch.
+      let batch: { p: Pending; at: number }[] = [];
+      for await (const { delivery, workspaceId } of restored) {
         if (subscriptions.get(workspaceId, delivery.subscriptionId) === undefined) {
           gone.add(delivery.subscriptionId);
           continue;
@@ -579,18 +730,31 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
         // another dispatcher may be attempting it under a claim that a put would drop.
         const p: Pending = { delivery, workspaceId, body: null, inFlight: false };
         track(p);
-        await enqueue([{ p, at: delivery.nextAttemptAt }], 'offer');
+        batch.push({ p, at: delivery.nextAttemptAt });
+        if (batch.length === PARKING_BATCH) {
+          await enqueue(batch, 'offer');
+          batch = [];
+        }
       }
+      await enqueue(batch, 'offer');
       // History left behind by a deletion that happened while the dispatcher was not looking.
       for (const subscriptionId of gone) await deleteSubscriptionHistory(log, subscriptionId);
     },
 
     async subscriptionDeactivated(subscriptionId, position) {
       if (shared) await holdWaiting(subscriptionId);
-      const ids = [...(bySubscription.get(subscriptionId) ?? [])];
-      for (const id of ids) {
-        const p = pending.get(id);
-        if (p !== undefined && !p.inFlight && p.delivery.eventPosition < position) await cancel(p, 'subscription_inactive');
+      const cancelHeld = async (): Promise<void> => {
+        for (const id of [...(bySubscription.get(subscriptionId) ?? [])]) {
+          const p = pending.get(id);
+          if (p !== undefined && !p.inFlight && p.delivery.eventPosition < position) await cancel(p, 'subscription_inactive');
+        }
+      };
+      await cancelHeld();
+      // The parked ones a batch at a time, so that holding them never costs more than a batch (an
+      // attempt taken meanwhile finds the subscription inactive and cancels it the same way).
+      for (let batch = parking?.lot.takeAny(subscriptionId, PARKING_BATCH) ?? []; batch.length > 0; batch = parking?.lot.takeAny(subscriptionId, PARKING_BATCH) ?? []) {
+        await unpark(batch);
+        await cancelHeld();
       }
     },
 
@@ -605,6 +769,7 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
         forget(p);
         await schedule.remove(id);
       }
+      parking?.lot.drop(subscriptionId);
       waiting.forget(subscriptionId);
       await deleteSubscriptionHistory(log, subscriptionId);
     },
@@ -622,19 +787,30 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
 
     async backlog() {
       // Together: a shared schedule answers both in one round trip (backpressure asks every 20 ms while busy).
-      const [waiting, nextDueAt] = await Promise.all([schedule.size(), schedule.nextDueAt()]);
+      const [scheduled, nextDueAt] = await Promise.all([schedule.size(), schedule.nextDueAt()]);
+      const waiting = scheduled + (parking?.lot.size() ?? 0);
+      const parkedDueAt = parking?.lot.earliestDue() ?? null;
       // An event whose fan-out is under way has first attempts due since its commit, not in the schedule yet.
-      let oldestDueAt = nextDueAt;
+      let oldestDueAt = nextDueAt === null || parkedDueAt === null ? (nextDueAt ?? parkedDueAt) : Math.min(nextDueAt, parkedDueAt);
       for (const event of fanningOut) oldestDueAt = Math.min(oldestDueAt ?? Infinity, event.offset as number);
       return { waiting, oldestDueAt };
     },
     punctuality: async () => punctuality.figures(),
-    start: () => pump.start(),
+    start() {
+      pump.start();
+      if (parking === undefined) return;
+      const { lot, horizonMs } = parking;
+      sweeper = setInterval(() => lot.subscriptions().forEach(refill), horizonMs / 4);
+    },
 
     async stop() {
+      stopping = true;
+      if (sweeper !== null) clearInterval(sweeper);
       await pump.stop();
+      while (unparking.size > 0) await Promise.allSettled([...unparking]);
       while (settling.size > 0) await Promise.allSettled([...settling]);
       await recorder.drain();
+      parking?.lot.close();
     },
   };
   return dispatcher;

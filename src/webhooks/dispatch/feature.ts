@@ -9,7 +9,7 @@ import { noRequest } from '../../app/request-scope.js';
 import type { Core, FeatureFactory } from '../../app/core.js';
 import { createWebhooksFeature, type WebhookExtension } from '../feature.js';
 import { runSubscriptionCommand } from '../subscriptions.js';
-import { createDispatcher, type DeliveryRecords } from './dispatcher.js';
+import { createDispatcher, type DeliveryRecords, type Parking } from './dispatcher.js';
 import { createLogTail, type LogTail, type LogTailOptions } from './log-tail.js';
 import type { SharedRetrySchedule } from './retry-schedule.js';
 import { createMemoryRetrySchedule } from './retry-schedule/memory.js';
@@ -31,9 +31,11 @@ export interface DispatchParts {
   readonly leases?: ReplayLeases;
   /** The DELETEs answered by API servers in other processes, told before they answer. */
   readonly deletions?: DeletionListener;
+  /** With its own schedule: where the attempts it need not hold wait (parking.ts). */
+  readonly parking?: Parking;
 }
 
-export const webhookDispatchFrom = (source: EventSource, { shared, records, leases = createMemoryReplayLeases(), deletions }: DispatchParts = {}): WebhookExtension => (core: Core, { directory, sender }) => {
+export const webhookDispatchFrom = (source: EventSource, { shared, records, leases = createMemoryReplayLeases(), deletions, parking }: DispatchParts = {}): WebhookExtension => (core: Core, { directory, sender }) => {
   const { webhooks } = core.config;
   const dispatcher = createDispatcher({
     log: core.log,
@@ -47,6 +49,7 @@ export const webhookDispatchFrom = (source: EventSource, { shared, records, leas
     maxInFlightPerWorkspace: webhooks.maxInFlightPerWorkspace,
     ...(records === undefined ? {} : { records }),
     ...(deletions === undefined ? {} : { reachable: () => deletions.reachable() }),
+    ...(parking === undefined ? {} : { parking }),
     async report(workspaceId, subscriptionId, report) {
       const result = await runSubscriptionCommand(core, workspaceId, subscriptionId, report, noRequest);
       // A subscription deleted meanwhile has nothing left to count.

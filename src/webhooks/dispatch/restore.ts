@@ -6,11 +6,12 @@ import type { EventLog, RecordedEvent } from '../../log/event-log.js';
 import type { RestoredDelivery } from './dispatcher.js';
 
 export interface DeliveryHistory {
-  readonly deliveries: readonly RestoredDelivery[];
+  /** Read as they are iterated, where the source pages them (a restart's take-over from the embedded index). */
+  readonly deliveries: Iterable<RestoredDelivery> | AsyncIterable<RestoredDelivery>;
   readonly fannedOutThrough: number;
 }
 
-export const readDeliveryHistory = async (log: EventLog, pageSize = 10_000): Promise<DeliveryHistory> => {
+export const readDeliveryHistory = async (log: EventLog, pageSize = 10_000): Promise<DeliveryHistory & { readonly deliveries: readonly RestoredDelivery[] }> => {
   const deliveries = new Map<string, { delivery: Delivery; workspaceId: string }>();
   let fannedOutThrough = 0;
   const visit = (event: RecordedEvent): void => {

@@ -15,14 +15,13 @@ import { openRedisDeliveryIndex } from '../../../projections/deliveries-index-re
 import type { DeliveryRecords } from './dispatcher.js';
 import { recordsFromIndex } from './history-index.js';
 import { startHistoryIndexThread, type HistoryIndexThread } from './index-thread.js';
-import type { DeliveryHistory } from './restore.js';
 
 export interface SharedHistory {
   /** Keeps the index current; started before the delivery engine, stopped after it. */
   readonly feature: Feature;
   readonly records: DeliveryRecords;
   /** What a start takes over: the waiting deliveries once the index has caught up with the log. */
-  readonly restore: () => Promise<DeliveryHistory>;
+  readonly restore: () => Promise<PendingDeliveries>;
   /** Ends the index thread abruptly, as a crash would (tests). */
   killIndexThread(): Promise<void>;
 }

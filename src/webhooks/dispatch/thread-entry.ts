@@ -8,6 +8,7 @@
 import * as path from 'node:path';
 import { getHeapStatistics } from 'node:v8';
 import { parentPort, workerData } from 'node:worker_threads';
+import type { IndexedDelivery } from '../../../projections/deliveries-index.js';
 import { DELIVERY_HISTORY_FILE, openSqliteDeliveryHistory } from '../../../projections/deliveries-index-sqlite.js';
 import { backgroundCore } from '../../app/log-core.js';
 import { openDispatcherLog } from '../../bus/role-log.js';
@@ -21,6 +22,7 @@ import { webhooksWithDelivery, type EventSource } from './feature.js';
 import { recordsFromIndex } from './history-index.js';
 import { startHistoryIndexThread } from './index-thread.js';
 import { createLogTail } from './log-tail.js';
+import { openParkingLot, PARKING_FILE, PARKING_LIMITS } from './parking.js';
 import { withRetryRequests } from './retry-requests.js';
 import type { FromWorker, ToWorker } from './thread.js';
 
@@ -39,9 +41,13 @@ const indexThread = startHistoryIndexThread(config, (error) => {
 indexThread.catch(() => undefined);
 const log = await openDispatcherLog(config, systemMicros);
 const index = openSqliteDeliveryHistory({ file: path.join(config.dataDir, DELIVERY_HISTORY_FILE) });
-/** What waits, once the index has committed everything the log has now. */
+/** Deliveries a restart reads from the index at once. */
+const RESTORE_PAGE = 1_000;
+/** Resolves once the index has committed everything the log has now. */
+const caughtUp = async (): Promise<void> => (await indexThread).appliedThrough(await log.headPosition());
+/** What waits, once the index has caught up. */
 const pending = async () => {
-  await (await indexThread).appliedThrough(await log.headPosition());
+  await caughtUp();
   return index.pending();
 };
 // The engine reads subscriptions and reports on them through the command handler only.
@@ -50,17 +56,27 @@ const core = backgroundCore(config, log, systemMicros);
 let dispatcher: Dispatcher | null = null;
 const source: EventSource = (options) => {
   dispatcher = options.dispatcher;
+  // A page at a time: a backlog of millions is never held at once (the dispatcher parks what it need not hold).
   const restore = async () => {
-    const waiting = await pending();
-    // The history of subscriptions deleted while no thread was looking (their marker gone with their stream).
-    const gone = new Set(waiting.deliveries.filter((p) => options.subscriptions.get(p.workspaceId, p.delivery.subscriptionId) === undefined).map((p) => p.delivery.subscriptionId));
-    for (const subscriptionId of gone) await (await indexThread).forget(subscriptionId);
-    return waiting;
+    await caughtUp();
+    const { deliveries, fannedOutThrough } = await index.pendingPages(RESTORE_PAGE);
+    async function* forgettingGone(): AsyncGenerator<IndexedDelivery> {
+      // The history of subscriptions deleted while no thread was looking (their marker gone with their stream).
+      const gone = new Set<string>();
+      for await (const restored of deliveries) {
+        if (options.subscriptions.get(restored.workspaceId, restored.delivery.subscriptionId) === undefined) gone.add(restored.delivery.subscriptionId);
+        yield restored;
+      }
+      for (const subscriptionId of gone) await (await indexThread).forget(subscriptionId);
+    }
+    return { deliveries: forgettingGone(), fannedOutThrough };
   };
   return withRetryRequests(createLogTail)({ ...options, restore });
 };
 // A delivery it does not hold (a manual retry of one settled long ago) is read from the index too.
-const engine = webhooksWithDelivery(source, { records: recordsFromIndex(log, index, pending) })(core);
+// Attempts it need not hold wait in the parking lot, read back through the index when taken.
+const parking = { lot: openParkingLot(path.join(config.dataDir, PARKING_FILE)), ...PARKING_LIMITS };
+const engine = webhooksWithDelivery(source, { records: recordsFromIndex(log, index, pending), parking })(core);
 const send = (message: FromWorker): void => port.postMessage(message);
 const pong = (id: number, otherHeap = 0, status: DeliveryEngineStatus | null = null): void =>
   send({ kind: 'pong', id, heapUsedBytes: getHeapStatistics().used_heap_size + otherHeap, engine: status });

@@ -1,0 +1,138 @@
+// Where the embedded dispatcher parks the attempts it need not hold in memory: retries due later than
+// a horizon, and a subscription's first attempts beyond what it holds (parking-policy.ts decides).
+// Each waiting delivery held cost about 1.8 KB of the dispatcher thread's heap (the delivery, its
+// body, its schedule entry), so a receiver down for the hours a delivery's six attempts span, at a
+// few hundred events a second, ran the thread out of heap, and a restart took the same backlog up
+// again. A parked attempt is one row here and nothing in the heap; the delivery is read back (the
+// log is its truth) when the row is taken. The file is a scratch pad: removed at open and at close,
+// never synced, rebuilt from the log by a restart like the schedule it extends.
+import { rmSync } from 'node:fs';
+import Database from 'better-sqlite3';
+
+export interface ParkedAttempt {
+  readonly deliveryId: string;
+  readonly subscriptionId: string;
+  /** µs since the epoch. */
+  readonly dueAt: number;
+  /** A later attempt (or a manual retry); else a first attempt. */
+  readonly retry: boolean;
+}
+
+export interface ParkingLot {
+  /** Parks each attempt (of a delivery not parked already), in one transaction. */
+  park(attempts: readonly ParkedAttempt[]): void;
+  /** Takes out (removes and returns) up to `limit` of the subscription's parked retries due at or before `until`, earliest first. */
+  takeRetries(subscriptionId: string, until: number, limit: number): ParkedAttempt[];
+  /** Takes out up to `limit` of the subscription's parked first attempts, earliest first. */
+  takeFirsts(subscriptionId: string, limit: number): ParkedAttempt[];
+  /** Takes out up to `limit` of the subscription's parked attempts of either kind. */
+  takeAny(subscriptionId: string, limit: number): ParkedAttempt[];
+  /** Forgets every attempt of the subscription. */
+  drop(subscriptionId: string): void;
+  /** How many first attempts the subscription has parked (every subscription's when omitted). */
+  firsts(subscriptionId?: string): number;
+  /** Subscriptions with attempts parked. */
+  subscriptions(): readonly string[];
+  has(subscriptionId: string): boolean;
+  size(): number;
+  /** The earliest due time parked, or null. */
+  earliestDue(): number | null;
+  close(): void;
+}
+
+/** The lot's file in the data folder. */
+export const PARKING_FILE = 'webhook-parked.sqlite';
+
+/**
+ * What the embedded dispatcher parks (dispatcher.ts, `Parking`): retries due over 10 s ahead (the
+ * first retry is due 30 s after a failure), and first attempts past 100,000 deliveries held (about
+ * 180 MB) of the subscriptions holding over 1,000: a burst the thread delivers in seconds is held whole.
+ */
+export const PARKING_LIMITS = { horizonMs: 10_000, maxHeld: 100_000, heldPerSubscription: 1_000 } as const;
+
+interface Row {
+  readonly seq: number;
+  readonly delivery_id: string;
+  readonly subscription_id: string;
+  readonly due_at: number;
+  readonly retry: number;
+}
+
+const parked = (row: Row): ParkedAttempt => ({ deliveryId: row.delivery_id, subscriptionId: row.subscription_id, dueAt: row.due_at, retry: row.retry === 1 });
+
+const removeFiles = (file: string): void => {
+  for (const suffix of ['', '-journal']) rmSync(file + suffix, { force: true });
+};
+
+export const openParkingLot = (file: string): ParkingLot => {
+  removeFiles(file);
+  const db = new Database(file);
+  // Nothing here outlives the process: no journal, no sync.
+  db.pragma('journal_mode = OFF');
+  db.pragma('synchronous = OFF');
+  // Rows go in at the end of the table (seq grows); a delivery is parked once at a time (it is
+  // forgotten when parked, held again when taken out), so its id needs no index of its own.
+  db.exec(`
+    CREATE TABLE parked (seq INTEGER PRIMARY KEY, delivery_id TEXT NOT NULL, subscription_id TEXT NOT NULL, due_at INTEGER NOT NULL, retry INTEGER NOT NULL);
+    CREATE INDEX parked_due ON parked (retry, due_at, seq);
+    CREATE INDEX parked_by_subscription ON parked (subscription_id, retry, due_at, seq);
+  `);
+  const insert = db.prepare('INSERT INTO parked (delivery_id, subscription_id, due_at, retry) VALUES (?, ?, ?, ?)');
+  /** Removes the rows the inner select picks and returns them (in no order: sorted after). */
+  const taking = (where: string): Database.Statement =>
+    db.prepare(`DELETE FROM parked WHERE seq IN (SELECT seq FROM parked ${where}) RETURNING seq, delivery_id, subscription_id, due_at, retry`);
+  const dueRetries = taking('WHERE subscription_id = ? AND retry = 1 AND due_at <= ? ORDER BY due_at, seq LIMIT ?');
+  const firstsOf = taking('WHERE subscription_id = ? AND retry = 0 ORDER BY due_at, seq LIMIT ?');
+  const anyOf = taking('WHERE subscription_id = ? LIMIT ?');
+  const dropAll = db.prepare('DELETE FROM parked WHERE subscription_id = ?');
+  const earliest = db.prepare<[number], { readonly due_at: number | null }>('SELECT min(due_at) AS due_at FROM parked WHERE retry = ?');
+  /** Rows and first attempts parked per subscription, and rows in all: kept here, as a count would scan the table. */
+  const bySubscription = new Map<string, { rows: number; firsts: number }>();
+  let rows = 0;
+
+  const counted = (subscriptionId: string, retry: boolean, by: number): void => {
+    rows += by;
+    const counts = bySubscription.get(subscriptionId) ?? { rows: 0, firsts: 0 };
+    counts.rows += by;
+    if (!retry) counts.firsts += by;
+    if (counts.rows > 0) bySubscription.set(subscriptionId, counts);
+    else bySubscription.delete(subscriptionId);
+  };
+
+  const take = (statement: Database.Statement, ...params: unknown[]): ParkedAttempt[] => {
+    const found = (statement.all(...params) as Row[]).sort((a, b) => a.due_at - b.due_at || a.seq - b.seq).map(parked);
+    for (const attempt of found) counted(attempt.subscriptionId, attempt.retry, -1);
+    return found;
+  };
+
+  const parkAll = db.transaction((attempts: readonly ParkedAttempt[]) => {
+    for (const attempt of attempts) {
+      insert.run(attempt.deliveryId, attempt.subscriptionId, attempt.dueAt, attempt.retry ? 1 : 0);
+      counted(attempt.subscriptionId, attempt.retry, 1);
+    }
+  });
+
+  return {
+    park: (attempts) => parkAll(attempts),
+    takeRetries: (subscriptionId, until, limit) => take(dueRetries, subscriptionId, until, limit),
+    takeFirsts: (subscriptionId, limit) => take(firstsOf, subscriptionId, limit),
+    takeAny: (subscriptionId, limit) => take(anyOf, subscriptionId, limit),
+    drop(subscriptionId) {
+      rows -= dropAll.run(subscriptionId).changes;
+      bySubscription.delete(subscriptionId);
+    },
+    firsts: (subscriptionId) =>
+      subscriptionId === undefined ? [...bySubscription.values()].reduce((sum, counts) => sum + counts.firsts, 0) : (bySubscription.get(subscriptionId)?.firsts ?? 0),
+    subscriptions: () => [...bySubscription.keys()],
+    has: (subscriptionId) => bySubscription.has(subscriptionId),
+    size: () => rows,
+    earliestDue() {
+      const times = [0, 1].map((retry) => earliest.get(retry)?.due_at ?? null).filter((t): t is number => t !== null);
+      return times.length === 0 ? null : Math.min(...times);
+    },
+    close() {
+      db.close();
+      removeFiles(file);
+    },
+  };
+};

@@ -1,20 +1,43 @@
-// The parking lot on a real SQLite file: what comes out and in which order, against a model of it
-// (a list) under random parks, takes and drops; its counts, kept without a scan; its file removed at open
+// The parking lot on a real SQLite file: what comes out (each delivery as it was parked) and in which
+// order, against a model of it (a list) under random parks, takes and drops; its counts, kept without a scan; its file removed at open
 // and at close (it is a scratch pad a restart rebuilds, never read back).
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
+import type { Delivery } from '../../src/domain/delivery/delivery.js';
 import { openParkingLot, type ParkedAttempt, type ParkingLot } from '../../src/webhooks/dispatch/parking.js';
 
 const SUBSCRIPTIONS = ['s1', 's2', 's3'];
 
+interface Planned {
+  readonly subscriptionId: string;
+  readonly dueAt: number;
+  readonly retry: boolean;
+}
+
 type Op =
-  | { readonly kind: 'park'; readonly attempts: readonly Omit<ParkedAttempt, 'deliveryId'>[] }
+  | { readonly kind: 'park'; readonly attempts: readonly Planned[] }
   | { readonly kind: 'retries'; readonly subscriptionId: string; readonly until: number; readonly limit: number }
   | { readonly kind: 'firsts' | 'any'; readonly subscriptionId: string; readonly limit: number }
   | { readonly kind: 'drop'; readonly subscriptionId: string };
+
+/** A waiting delivery as the dispatcher holds one, its history as long as its attempts. */
+const waiting = (id: string, { subscriptionId, dueAt, retry }: Planned): Delivery => ({
+  id,
+  subscriptionId,
+  eventId: `e-${id}`,
+  eventType: 'ticket.created',
+  eventPosition: dueAt + 1,
+  replayId: null,
+  createdAt: 1_000,
+  status: 'waiting',
+  round: 1,
+  attempt: retry ? 1 : 0,
+  nextAttemptAt: dueAt,
+  history: retry ? [{ round: 1, attempt: 1, delivered: false, statusCode: 503, error: 'Service "Unavailable"', latencyMs: 3, attemptedAt: 2_000 }] : [],
+});
 
 const attempt = fc.record({ subscriptionId: fc.constantFrom(...SUBSCRIPTIONS), dueAt: fc.integer({ min: 0, max: 20 }), retry: fc.boolean() });
 const op: fc.Arbitrary<Op> = fc.oneof(
@@ -56,32 +79,32 @@ describe('parking lot (int, SQLite)', () => {
           };
           for (const step of ops) {
             if (step.kind === 'park') {
-              const attempts = step.attempts.map((a) => ({ ...a, deliveryId: `d${n++}` }));
+              const attempts = step.attempts.map((a) => ({ delivery: waiting(`d${n++}`, a), dueAt: a.dueAt, retry: a.retry }));
               tested.park(attempts);
               model.push(...attempts);
             } else if (step.kind === 'retries') {
-              const want = takeFromModel([...model.filter((a) => a.retry && a.subscriptionId === step.subscriptionId && a.dueAt <= step.until)].sort(inOrder(model)).slice(0, step.limit));
+              const want = takeFromModel([...model.filter((a) => a.retry && a.delivery.subscriptionId === step.subscriptionId && a.dueAt <= step.until)].sort(inOrder(model)).slice(0, step.limit));
               expect(tested.takeRetries(step.subscriptionId, step.until, step.limit)).to.deep.equal(want);
             } else if (step.kind === 'firsts') {
-              const want = takeFromModel([...model.filter((a) => !a.retry && a.subscriptionId === step.subscriptionId)].sort(inOrder(model)).slice(0, step.limit));
+              const want = takeFromModel([...model.filter((a) => !a.retry && a.delivery.subscriptionId === step.subscriptionId)].sort(inOrder(model)).slice(0, step.limit));
               expect(tested.takeFirsts(step.subscriptionId, step.limit)).to.deep.equal(want);
             } else if (step.kind === 'any') {
-              const mine = model.filter((a) => a.subscriptionId === step.subscriptionId);
+              const mine = model.filter((a) => a.delivery.subscriptionId === step.subscriptionId);
               const got = tested.takeAny(step.subscriptionId, step.limit);
               expect(got).to.have.length(Math.min(step.limit, mine.length));
               expect(mine).to.deep.include.members(got);
-              takeFromModel(mine.filter((a) => got.some((g) => g.deliveryId === a.deliveryId)));
+              takeFromModel(mine.filter((a) => got.some((g) => g.delivery.id === a.delivery.id)));
             } else {
               tested.drop(step.subscriptionId);
-              model = model.filter((a) => a.subscriptionId !== step.subscriptionId);
+              model = model.filter((a) => a.delivery.subscriptionId !== step.subscriptionId);
             }
             expect(tested.size()).to.equal(model.length);
             for (const s of SUBSCRIPTIONS) {
-              expect(tested.firsts(s), s).to.equal(model.filter((a) => !a.retry && a.subscriptionId === s).length);
-              expect(tested.has(s), s).to.equal(model.some((a) => a.subscriptionId === s));
+              expect(tested.firsts(s), s).to.equal(model.filter((a) => !a.retry && a.delivery.subscriptionId === s).length);
+              expect(tested.has(s), s).to.equal(model.some((a) => a.delivery.subscriptionId === s));
             }
             expect(tested.firsts()).to.equal(model.filter((a) => !a.retry).length);
-            expect([...tested.subscriptions()].sort()).to.deep.equal([...new Set(model.map((a) => a.subscriptionId))].sort());
+            expect([...tested.subscriptions()].sort()).to.deep.equal([...new Set(model.map((a) => a.delivery.subscriptionId))].sort());
             expect(tested.earliestDue()).to.equal(model.length === 0 ? null : Math.min(...model.map((a) => a.dueAt)));
           }
         } finally {
@@ -96,7 +119,7 @@ describe('parking lot (int, SQLite)', () => {
     writeFileSync(file, 'not a database: what a crash left behind');
     lot = openParkingLot(file);
     expect(lot.size()).to.equal(0);
-    lot.park([{ deliveryId: 'd1', subscriptionId: 's1', dueAt: 1, retry: true }]);
+    lot.park([{ delivery: waiting('d1', { subscriptionId: 's1', dueAt: 1, retry: true }), dueAt: 1, retry: true }]);
     expect(existsSync(file)).to.equal(true);
     lot.close();
     lot = null;

@@ -1,17 +1,19 @@
-// Where the embedded dispatcher parks the attempts it need not hold in memory: retries due later than
-// a horizon, and a subscription's first attempts beyond what it holds (parking-policy.ts decides).
-// Each waiting delivery held cost about 1.8 KB of the dispatcher thread's heap (the delivery, its
-// body, its schedule entry), so a receiver down for the hours a delivery's six attempts span, at a
-// few hundred events a second, ran the thread out of heap, and a restart took the same backlog up
-// again. A parked attempt is one row here and nothing in the heap; the delivery is read back (the
-// log is its truth) when the row is taken. The file is a scratch pad: removed at open and at close,
-// never synced, rebuilt from the log by a restart like the schedule it extends.
+// Where the embedded dispatcher parks the attempts it need not hold in memory (dispatcher.ts,
+// `Parking`, decides which): each waiting delivery it held cost about 2 KB of its thread's heap (the
+// delivery, its body, its schedule entry), so a receiver down for the hours a delivery's six attempts
+// span, at a few hundred events a second, ran the thread out of heap, and a restart took the same
+// backlog up again. A parked attempt is one row here, the delivery as the dispatcher held it, and
+// nothing in the heap. That copy is exact: in the embedded mode the dispatcher thread is the only
+// writer of a waiting delivery (a manual retry is accepted only once a delivery is settled; a
+// deactivation or a deletion reaches the thread). The file is a scratch pad: removed at open and at
+// close, never synced, rebuilt from the delivery history by every start, as the schedule it extends.
 import { rmSync } from 'node:fs';
 import Database from 'better-sqlite3';
+import type { Delivery } from '../../domain/delivery/delivery.js';
 
 export interface ParkedAttempt {
-  readonly deliveryId: string;
-  readonly subscriptionId: string;
+  /** The waiting delivery as the dispatcher held it. */
+  readonly delivery: Delivery;
   /** µs since the epoch. */
   readonly dueAt: number;
   /** A later attempt (or a manual retry); else a first attempt. */
@@ -19,7 +21,7 @@ export interface ParkedAttempt {
 }
 
 export interface ParkingLot {
-  /** Parks each attempt (of a delivery not parked already), in one transaction. */
+  /** Parks each attempt (of a delivery not parked already); written with the others of the event-loop turn. */
   park(attempts: readonly ParkedAttempt[]): void;
   /** Takes out (removes and returns) up to `limit` of the subscription's parked retries due at or before `until`, earliest first. */
   takeRetries(subscriptionId: string, until: number, limit: number): ParkedAttempt[];
@@ -45,20 +47,19 @@ export const PARKING_FILE = 'webhook-parked.sqlite';
 
 /**
  * What the embedded dispatcher parks (dispatcher.ts, `Parking`): retries due over 10 s ahead (the
- * first retry is due 30 s after a failure), and first attempts past 100,000 deliveries held (about
- * 180 MB) of the subscriptions holding over 1,000: a burst the thread delivers in seconds is held whole.
+ * first retry is due 30 s after a failure), and past 100,000 deliveries held (about 200 MB) the
+ * attempts of the subscriptions holding over 1,000: a burst the thread delivers in seconds is held whole.
  */
 export const PARKING_LIMITS = { horizonMs: 10_000, maxHeld: 100_000, heldPerSubscription: 1_000 } as const;
 
 interface Row {
   readonly seq: number;
-  readonly delivery_id: string;
-  readonly subscription_id: string;
   readonly due_at: number;
   readonly retry: number;
+  readonly delivery: string;
 }
 
-const parked = (row: Row): ParkedAttempt => ({ deliveryId: row.delivery_id, subscriptionId: row.subscription_id, dueAt: row.due_at, retry: row.retry === 1 });
+const parked = (row: Row): ParkedAttempt => ({ delivery: JSON.parse(row.delivery) as Delivery, dueAt: row.due_at, retry: row.retry === 1 });
 
 const removeFiles = (file: string): void => {
   for (const suffix of ['', '-journal']) rmSync(file + suffix, { force: true });
@@ -71,16 +72,16 @@ export const openParkingLot = (file: string): ParkingLot => {
   db.pragma('journal_mode = OFF');
   db.pragma('synchronous = OFF');
   // Rows go in at the end of the table (seq grows); a delivery is parked once at a time (it is
-  // forgotten when parked, held again when taken out), so its id needs no index of its own.
+  // forgotten when parked, held again when taken out), so its id needs no index.
   db.exec(`
-    CREATE TABLE parked (seq INTEGER PRIMARY KEY, delivery_id TEXT NOT NULL, subscription_id TEXT NOT NULL, due_at INTEGER NOT NULL, retry INTEGER NOT NULL);
+    CREATE TABLE parked (seq INTEGER PRIMARY KEY, subscription_id TEXT NOT NULL, due_at INTEGER NOT NULL, retry INTEGER NOT NULL, delivery TEXT NOT NULL);
     CREATE INDEX parked_due ON parked (retry, due_at, seq);
     CREATE INDEX parked_by_subscription ON parked (subscription_id, retry, due_at, seq);
   `);
-  const insert = db.prepare('INSERT INTO parked (delivery_id, subscription_id, due_at, retry) VALUES (?, ?, ?, ?)');
+  const insert = db.prepare('INSERT INTO parked (subscription_id, due_at, retry, delivery) VALUES (?, ?, ?, ?)');
   /** Removes the rows the inner select picks and returns them (in no order: sorted after). */
   const taking = (where: string): Database.Statement =>
-    db.prepare(`DELETE FROM parked WHERE seq IN (SELECT seq FROM parked ${where}) RETURNING seq, delivery_id, subscription_id, due_at, retry`);
+    db.prepare(`DELETE FROM parked WHERE seq IN (SELECT seq FROM parked ${where}) RETURNING seq, due_at, retry, delivery`);
   const dueRetries = taking('WHERE subscription_id = ? AND retry = 1 AND due_at <= ? ORDER BY due_at, seq LIMIT ?');
   const firstsOf = taking('WHERE subscription_id = ? AND retry = 0 ORDER BY due_at, seq LIMIT ?');
   const anyOf = taking('WHERE subscription_id = ? LIMIT ?');
@@ -101,23 +102,49 @@ export const openParkingLot = (file: string): ParkingLot => {
 
   const take = (statement: Database.Statement, ...params: unknown[]): ParkedAttempt[] => {
     const found = (statement.all(...params) as Row[]).sort((a, b) => a.due_at - b.due_at || a.seq - b.seq).map(parked);
-    for (const attempt of found) counted(attempt.subscriptionId, attempt.retry, -1);
+    for (const attempt of found) counted(attempt.delivery.subscriptionId, attempt.retry, -1);
     return found;
   };
 
-  const parkAll = db.transaction((attempts: readonly ParkedAttempt[]) => {
-    for (const attempt of attempts) {
-      insert.run(attempt.deliveryId, attempt.subscriptionId, attempt.dueAt, attempt.retry ? 1 : 0);
-      counted(attempt.subscriptionId, attempt.retry, 1);
-    }
+  const insertAll = db.transaction((attempts: readonly ParkedAttempt[]) => {
+    for (const attempt of attempts) insert.run(attempt.delivery.subscriptionId, attempt.dueAt, attempt.retry ? 1 : 0, JSON.stringify(attempt.delivery));
   });
+  /**
+   * Parked, counted, not written yet: the parks of an event-loop turn go in one transaction at its
+   * end (a transaction each, as a fan-out parks, cost 25 µs an attempt in writes of pages), and
+   * before any read of the table.
+   */
+  let unwritten: ParkedAttempt[] = [];
+  let writing: NodeJS.Immediate | null = null;
+  const written = (): void => {
+    if (writing !== null) clearImmediate(writing);
+    writing = null;
+    if (unwritten.length === 0) return;
+    const attempts = unwritten;
+    unwritten = [];
+    insertAll(attempts);
+  };
 
   return {
-    park: (attempts) => parkAll(attempts),
-    takeRetries: (subscriptionId, until, limit) => take(dueRetries, subscriptionId, until, limit),
-    takeFirsts: (subscriptionId, limit) => take(firstsOf, subscriptionId, limit),
-    takeAny: (subscriptionId, limit) => take(anyOf, subscriptionId, limit),
+    park(attempts) {
+      for (const attempt of attempts) counted(attempt.delivery.subscriptionId, attempt.retry, 1);
+      unwritten.push(...attempts);
+      writing ??= setImmediate(written);
+    },
+    takeRetries(subscriptionId, until, limit) {
+      written();
+      return take(dueRetries, subscriptionId, until, limit);
+    },
+    takeFirsts(subscriptionId, limit) {
+      written();
+      return take(firstsOf, subscriptionId, limit);
+    },
+    takeAny(subscriptionId, limit) {
+      written();
+      return take(anyOf, subscriptionId, limit);
+    },
     drop(subscriptionId) {
+      written();
       rows -= dropAll.run(subscriptionId).changes;
       bySubscription.delete(subscriptionId);
     },
@@ -127,10 +154,12 @@ export const openParkingLot = (file: string): ParkingLot => {
     has: (subscriptionId) => bySubscription.has(subscriptionId),
     size: () => rows,
     earliestDue() {
+      written();
       const times = [0, 1].map((retry) => earliest.get(retry)?.due_at ?? null).filter((t): t is number => t !== null);
       return times.length === 0 ? null : Math.min(...times);
     },
     close() {
+      if (writing !== null) clearImmediate(writing);
       db.close();
       removeFiles(file);
     },

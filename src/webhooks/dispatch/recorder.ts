@@ -14,10 +14,8 @@ import type { EventLog } from '../../log/event-log.js';
 export interface Recorder {
   /** Resolves once the events are durable in `stream`; `urgent`: written at the next turn, not the next interval. */
   record(stream: string, workspaceId: string, steps: readonly Decided[], urgent?: boolean): Promise<void>;
-  /** Resolves once everything recorded so far is settled, and what is recorded meanwhile too. */
+  /** Resolves once everything recorded so far is settled. */
   drain(): Promise<void>;
-  /** Resolves once what was recorded before the call is settled (failed appends too), whatever comes after. */
-  settled(): Promise<void>;
 }
 
 /** One batch of a stream: the steps recorded since its last append, and the promise they all share. */
@@ -96,6 +94,5 @@ export const createRecorder = (log: EventLog, options: { readonly flushEveryMs?:
     async drain() {
       while (unsettled.size > 0) await Promise.allSettled([...unsettled]);
     },
-    settled: async () => void (await Promise.allSettled([...unsettled])),
   };
 };

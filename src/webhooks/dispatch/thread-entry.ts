@@ -74,7 +74,7 @@ const source: EventSource = (options) => {
   return withRetryRequests(createLogTail)({ ...options, restore });
 };
 // A delivery it does not hold (a manual retry of one settled long ago) is read from the index too.
-// Attempts it need not hold wait in the parking lot, read back through the index when taken.
+// Attempts it need not hold wait in the parking lot (parking.ts), taken back as they were parked.
 const parking = { lot: openParkingLot(path.join(config.dataDir, PARKING_FILE)), ...PARKING_LIMITS };
 const engine = webhooksWithDelivery(source, { records: recordsFromIndex(log, index, pending), parking })(core);
 const send = (message: FromWorker): void => port.postMessage(message);

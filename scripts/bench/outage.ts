@@ -23,8 +23,9 @@ import { randomId } from '../../src/shared/ids.js';
 import { startService, type Service } from '../../src/service.js';
 import { ADMIN, round, sleep, subscribeReceiver, type FanoutSetup } from './fanout.js';
 import { forkRole } from './forked.js';
-import { punctual, scrapePunctuality, since } from './engine-punctuality.js';
+import { metricsText, punctual, scrapePunctuality, since } from './engine-punctuality.js';
 import { quantiles } from './quantiles.js';
+import { workerHeapUsed } from './stall-watch.js';
 
 const ROLE = 'OUTAGE_BENCH_RECEIVER';
 const BATCH = 100;
@@ -108,19 +109,15 @@ const startReceiver = async () => {
   };
 };
 
-/** The delivery threads' heap in use (the dispatcher's and its index thread's), from the metrics. */
-const workerHeapBytes = async (serviceUrl: string): Promise<number> => {
-  const res = await request(`${serviceUrl}/admin/v1/metrics`, { headers: { authorization: `Bearer ${ADMIN}` } });
-  const text = await res.body.text();
-  const found = /^nodejs_worker_heap_size_used_bytes\{[^}]*\} (\S+)$/m.exec(text);
-  return Number(found?.[1] ?? NaN);
-};
+/** The delivery threads' heap in use (the dispatcher's and its index thread's), NaN when the thread did not answer in time. */
+const workerHeapBytes = async (serviceUrl: string): Promise<number> => workerHeapUsed(await metricsText(serviceUrl, ADMIN)) ?? NaN;
 
 /** The least of twenty samples 500 ms apart: the heap a collection leaves, near enough. */
 const retainedHeapBytes = async (serviceUrl: string): Promise<number> => {
   let least = Infinity;
   for (let n = 0; n < 20; n++) {
-    least = Math.min(least, await workerHeapBytes(serviceUrl));
+    const heap = await workerHeapBytes(serviceUrl);
+    if (!Number.isNaN(heap)) least = Math.min(least, heap);
     await sleep(500);
   }
   return least;

@@ -121,6 +121,11 @@ const LAG_MAX = /^nodejs_eventloop_lag_max_seconds (\S+)$/m;
 const RSS = /^process_resident_memory_bytes (\S+)$/m;
 const HEAP_USED = /^nodejs_heap_size_used_bytes (\S+)$/m;
 const WORKER_HEAP_USED = /^nodejs_worker_heap_size_used_bytes\{[^}]*\} (\S+)$/gm;
+/** The worker threads' heap in use in a /admin/v1/metrics text, summed; null when none answered. */
+export const workerHeapUsed = (metrics: string): number | null => {
+  const threads = [...metrics.matchAll(WORKER_HEAP_USED)];
+  return threads.length === 0 ? null : threads.reduce((sum, match) => sum + Number(match[1]), 0);
+};
 const MAJOR_GC_SECONDS = /^nodejs_gc_duration_seconds_sum\{kind="major"\} (\S+)$/m;
 const mb = (bytes: number) => Math.round(bytes / 1e5) / 10;
 /** The larger of a figure so far (null: none yet) and a scraped one. */
@@ -250,8 +255,7 @@ export const watchStalls = (apiUrl: string, adminToken: string, apiPid?: number,
             if (rss !== null) m.rssMax = larger(m.rssMax, rss);
             const heap = figure(HEAP_USED);
             if (heap !== null) m.heapMax = larger(m.heapMax, heap);
-            const workers = [...text.matchAll(WORKER_HEAP_USED)].reduce((sum, match) => sum + Number(match[1]), 0);
-            m.workerHeapMax = larger(m.workerHeapMax, workers);
+            m.workerHeapMax = larger(m.workerHeapMax, workerHeapUsed(text) ?? 0);
             // No series yet: no major GC yet (prom-client adds a kind at its first).
             const gc = figure(MAJOR_GC_SECONDS) ?? (lag === null ? null : 0);
             if (gc !== null) {

@@ -234,8 +234,8 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
   /** Deliveries already in the log for events a restart replays, by event and subscription (whatever shape their ids have). */
   const known = new Set<string>();
   const knownKey = (eventId: string, subscriptionId: string): string => `${eventId} ${subscriptionId}`;
-  const bodies = new Map<number, Promise<Buffer | null>>();
-  const bodiesRead = createBoundedCache<Buffer>(BODIES_KEPT);
+  /** Reads under way and bodies read, by event position: one read per position for all its deliveries. */
+  const bodiesRead = createBoundedCache<Promise<Buffer | null>>(BODIES_KEPT);
   const reportLock = createKeyedLock();
   const settling = new Set<Promise<void>>();
   const ownPuts = createOwnPuts<Pending>(OWN_PUTS_KEPT);
@@ -388,25 +388,25 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
     else await enqueue([{ p, at: delivery.nextAttemptAt }]);
   };
 
-  const settle = (work: Promise<void>, deliveryId: string): void => {
-    const tracked = work.catch((error: unknown) => console.error(`webhook delivery ${deliveryId}:`, error));
-    settling.add(tracked);
-    void tracked.finally(() => settling.delete(tracked));
+  /** Work a stop waits for, its failure logged as `webhook <what>:`. */
+  const tracked = (work: Promise<void>, what: string): void => {
+    const logged = work.catch((error: unknown) => console.error(`webhook ${what}:`, error));
+    settling.add(logged);
+    void logged.finally(() => settling.delete(logged));
   };
+  const settle = (work: Promise<void>, deliveryId: string): void => tracked(work, `delivery ${deliveryId}`);
 
   const bodyOf = (p: Pending): Promise<Buffer | null> => {
     if (p.body !== null) return Promise.resolve(p.body);
-    const position = p.delivery.eventPosition;
-    const kept = bodiesRead.get(String(position));
-    if (kept !== undefined) return Promise.resolve(kept);
-    let body = bodies.get(position);
+    const position = String(p.delivery.eventPosition);
+    let body = bodiesRead.get(position);
     if (body === undefined) {
-      body = bodyAtPosition(log, position);
-      bodies.set(position, body);
-      void body
-        .then((read) => read !== null && bodiesRead.set(String(position), read))
-        .finally(() => bodies.delete(position))
-        .catch(() => undefined);
+      const reading = bodyAtPosition(log, p.delivery.eventPosition);
+      bodiesRead.set(position, reading);
+      // Only a body is kept: an event gone, or a read that failed, is asked again next time.
+      const drop = (): void => void (bodiesRead.get(position) === reading && bodiesRead.delete(position));
+      void reading.then((read) => read === null && drop(), drop);
+      body = reading;
     }
     return body;
   };
@@ -482,9 +482,6 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
     pump.kick();
   };
 
-  /** Parked takes under way: a stop waits for them before it closes the lot. */
-  const unparking = new Set<Promise<void>>();
-
   /**
    * How many parked attempts the subscription may have back now: with under half of `maxHeld` held
    * in all, up to three quarters of it (a batch at most); and once the subscription holds under half
@@ -513,11 +510,9 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
       refilling.delete(subscriptionId);
       // A full batch: more may be waiting.
       if (taken.length === room) refill(subscriptionId);
-    })()
-      .catch((error: unknown) => console.error(`webhook ${subscriptionId}: taking back its parked attempts failed:`, error))
-      .finally(() => refilling.delete(subscriptionId));
-    unparking.add(work);
-    void work.finally(() => unparking.delete(work));
+    })().finally(() => refilling.delete(subscriptionId));
+    // A stop waits for it before it closes the lot.
+    tracked(work, `${subscriptionId}: taking back its parked attempts failed`);
   }
   let sweeper: NodeJS.Timeout | null = null;
 
@@ -789,7 +784,6 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
       stopping = true;
       if (sweeper !== null) clearInterval(sweeper);
       await pump.stop();
-      while (unparking.size > 0) await Promise.allSettled([...unparking]);
       while (settling.size > 0) await Promise.allSettled([...settling]);
       await recorder.drain();
       parking?.lot.close();

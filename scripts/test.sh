@@ -73,14 +73,22 @@ for glob in "${heavy[@]}"; do ignored+=(--ignore "$glob"); done
 heavy_log=".cache/run/heavy-lane-$REDIS_PORT-$KAFKA_PORT.log"
 npx mocha "${heavy[@]}" "$@" >"$heavy_log" 2>&1 &
 heavy_pid=$!
+# The other lane prints as it runs and into a log, whose failures are repeated at the very end: a
+# report cut to its tail (as CI keeps it) then still names them.
+other_log=".cache/run/other-lane-$REDIS_PORT-$KAFKA_PORT.log"
 status=0
-npx mocha 'test/**/*.spec.ts' "${ignored[@]}" "$@" || status=$?
+npx mocha 'test/**/*.spec.ts' "${ignored[@]}" "$@" 2>&1 | tee "$other_log" || status=$?
 heavy_status=0
 wait "$heavy_pid" || heavy_status=$?
 echo
 echo "== the heavy lane (${heavy[*]})"
 cat "$heavy_log"
-# Last, so a log's tail tells which lane failed (the other lane's failures are printed above).
+if [[ "$status" -ne 0 ]]; then
+  echo
+  echo "== the other lane's failures (as printed above)"
+  sed -e 's/\x1b\[[0-9;]*m//g' "$other_log" | sed -n '/^ *[0-9][0-9]* failing$/,$p'
+fi
+# Last, so a log's tail tells which lane failed.
 outcome() { if [[ "$1" -eq 0 ]]; then echo "passed"; else echo "FAILED (exit $1)"; fi; }
 echo "test.sh: the heavy lane $(outcome "$heavy_status"), the other lane $(outcome "$status")"
 [[ "$status" -ne 0 ]] && exit "$status"

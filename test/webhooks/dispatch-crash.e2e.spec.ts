@@ -95,7 +95,8 @@ describe('webhook delivery across kill -9 (e2e)', function () {
       }
     };
     const writers = Array.from({ length: 8 }, writer);
-    await eventually('a burst under way', () => acknowledged.length >= 150);
+    // Generous: a loaded machine (the test lanes side by side) acknowledges far more slowly.
+    await eventually('a burst under way', () => acknowledged.length >= 150, 30_000);
     killed = true;
     first.process.kill('SIGKILL');
     await Promise.all(writers);

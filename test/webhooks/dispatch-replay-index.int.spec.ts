@@ -6,24 +6,20 @@
 // SQLite log, real Redis (a private server, paused for the rough path); the directory is a fixed
 // one-subscription view.
 import { expect } from 'chai';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import * as path from 'node:path';
 import { unpackSteps } from '../../src/domain/delivery/delivery.js';
 import { deliveryIdOf, deliveryStream, legacyDeliveryIdOf } from '../../src/domain/delivery/ids.js';
 import type { RecordedEvent } from '../../src/log/event-log.js';
-import { openSqliteLog, type SqliteEventLog } from '../../src/log/sqlite.js';
+import type { SqliteEventLog } from '../../src/log/sqlite.js';
 import { createDispatcher, type Dispatcher } from '../../src/webhooks/dispatch/dispatcher.js';
-import { createHistoryIndexer, type HistoryIndexer } from '../../src/webhooks/dispatch/history-index.js';
-import { createRedisRetrySchedule } from '../../src/webhooks/dispatch/retry-schedule/redis.js';
+import type { HistoryIndexer } from '../../src/webhooks/dispatch/history-index.js';
 import type { SharedRetrySchedule } from '../../src/webhooks/dispatch/retry-schedule.js';
 import { recordsForKafka } from '../../src/webhooks/dispatch/shared-history.js';
 import type { DeliveryRequest } from '../../src/webhooks/sender.js';
 import type { SubscriptionDirectory } from '../../src/webhooks/subscriptions.js';
 import type { DeliveryIndex, DeliveryKey } from '../../projections/deliveries-index.js';
-import { openRedisDeliveryIndex } from '../../projections/deliveries-index-redis.js';
-import { oneSubscription, recordDelivery, recordingDeps, subscriptionsOf } from '../support/dispatcher-fixture.js';
-import { redisServerInstalled, startPrivateRedis, type PrivateRedis } from '../support/redis-server.js';
+import { recordDelivery, recordingDeps, subscriptionsOf } from '../support/dispatcher-fixture.js';
+import { indexedDispatch } from '../support/indexed-dispatch.js';
+import type { PrivateRedis } from '../support/redis-server.js';
 import { eventually, settle } from '../support/webhooks-dispatch.js';
 
 const WORKSPACE = 'w'.repeat(32);
@@ -31,41 +27,18 @@ const SUBSCRIPTION = 'r'.repeat(32);
 
 describe('dispatcher restarted from the Redis history index: an event handed over again (int)', function () {
   this.timeout(30_000);
+  const world = indexedDispatch(WORKSPACE, SUBSCRIPTION);
   let redis: PrivateRedis;
-  let dir: string;
   let log: SqliteEventLog;
   let index: DeliveryIndex;
   let indexer: HistoryIndexer;
   let directory: SubscriptionDirectory;
-  const dispatchers: Dispatcher[] = [];
-  const schedules: SharedRetrySchedule[] = [];
+  const { dispatchers, sharedSchedule } = world;
   const sent: DeliveryRequest[] = [];
 
-  before(async function () {
-    if (!redisServerInstalled()) this.skip();
-    redis = await startPrivateRedis();
-  });
-  after(() => redis?.stop());
-
-  beforeEach(async () => {
-    dir = mkdtempSync(path.join(tmpdir(), 'sp-dispatch-replay-'));
-    log = openSqliteLog({ file: path.join(dir, 'events.sqlite') });
-    directory = await oneSubscription(log, WORKSPACE, SUBSCRIPTION);
-    index = openRedisDeliveryIndex({ url: redis.url, keyPrefix: `test:${Math.random().toString(16).slice(2)}:` });
-    indexer = createHistoryIndexer(log, index, { retentionMs: 86_400_000, clock: () => Date.now() * 1000 });
-    await indexer.start();
+  beforeEach(() => {
+    ({ redis, log, index, indexer, directory } = world);
     sent.length = 0;
-  });
-
-  afterEach(async () => {
-    redis.resume();
-    for (const dispatcher of dispatchers.splice(0)) await dispatcher.stop();
-    for (const schedule of schedules.splice(0)) await schedule.close();
-    await indexer.stop();
-    await index.clear();
-    await index.close();
-    await log.close();
-    rmSync(dir, { recursive: true, force: true });
   });
 
   /** A dispatcher as the Kafka source starts one: from what the index says is waiting. */
@@ -82,14 +55,6 @@ describe('dispatcher restarted from the Redis history index: an event handed ove
   const publicEvent = async (): Promise<RecordedEvent> => {
     const { records } = await log.append('ticket-1', [{ id: 'e'.repeat(32), type: 'ticket.created', workspaceId: WORKSPACE, data: { ticket_id: 't1' } }], 'no_stream');
     return records[0] as RecordedEvent;
-  };
-
-  /** A retry schedule in the private Redis, on keys of its own, closed after the test. */
-  const sharedSchedule = async (): Promise<SharedRetrySchedule> => {
-    const shared = createRedisRetrySchedule({ url: redis.url, leaseMs: 10_000, keyPrefix: `test:${Math.random().toString(16).slice(2)}:` });
-    schedules.push(shared);
-    await shared.ready();
-    return shared;
   };
 
   const scheduledSteps = async (): Promise<number> => (await log.readStream(deliveryStream(SUBSCRIPTION))).flatMap(unpackSteps).filter((step) => step.type === 'delivery.scheduled').length;

@@ -12,11 +12,18 @@ import { packSteps, type Delivery } from '../../src/domain/delivery/delivery.js'
 import { deliveryStream } from '../../src/domain/delivery/ids.js';
 import type { EventLog } from '../../src/log/event-log.js';
 import { openSqliteLog, type SqliteEventLog } from '../../src/log/sqlite.js';
-import { createWaitingDeliveries } from '../../src/webhooks/dispatch/waiting.js';
+import { createWaitingDeliveries, type WaitingDeliveries, type WaitingView } from '../../src/webhooks/dispatch/waiting.js';
 import type { DeliveryIndex, WaitingReader } from '../../projections/deliveries-index.js';
 import { createMemoryDeliveryIndex } from '../../projections/deliveries-index-memory.js';
 import { openSqliteDeliveryIndex } from '../../projections/deliveries-index-sqlite.js';
 import { appendHistory, deliveryRecords, historyRecords, indexFeeder, watched, wholeStream } from '../support/delivery-steps.js';
+
+/** The view `read` gives of subscription 's', which has too few waiting for it not to be kept. */
+const kept = async (waiting: WaitingDeliveries): Promise<WaitingView> => {
+  const view = await waiting.read('s');
+  if (view === null) throw new Error('not kept');
+  return view;
+};
 
 const scheduled = (id: string): Decided => ({
   type: 'delivery.scheduled',
@@ -45,7 +52,7 @@ describe('waiting deliveries read back incrementally (real SQLite log)', () => {
   });
 
   it('is empty with no workspace for a stream that does not exist', async () => {
-    const view = await createWaitingDeliveries(mine).read('s');
+    const view = await kept(createWaitingDeliveries(mine));
     expect([...view.deliveries.keys()]).to.deep.equal([]);
     expect(view.workspaceId).to.equal(null);
   });
@@ -53,9 +60,9 @@ describe('waiting deliveries read back incrementally (real SQLite log)', () => {
   it('follows what any writer appends later, keeping only the deliveries still waiting', async () => {
     const waiting = createWaitingDeliveries(mine);
     await append(mine, [scheduled('a'), scheduled('b'), scheduled('c')]);
-    expect([...(await waiting.read('s')).deliveries.keys()]).to.deep.equal(['a', 'b', 'c']);
+    expect([...(await kept(waiting)).deliveries.keys()]).to.deep.equal(['a', 'b', 'c']);
     await append(other, [attempted('a', true), attempted('b', false)]);
-    const view = await waiting.read('s');
+    const view = await kept(waiting);
     expect([...view.deliveries.keys()]).to.deep.equal(['b', 'c']);
     expect(view.deliveries.get('b')).to.include({ status: 'waiting', attempt: 1, nextAttemptAt: 30 });
     expect(view.workspaceId).to.equal('w');
@@ -64,9 +71,9 @@ describe('waiting deliveries read back incrementally (real SQLite log)', () => {
   it('gives concurrent readers a view that includes everything appended before they asked', async () => {
     const waiting = createWaitingDeliveries(mine);
     await append(mine, [scheduled('a')]);
-    const first = waiting.read('s');
+    const first = kept(waiting);
     await append(other, [scheduled('b')]);
-    const [, second] = await Promise.all([first, waiting.read('s')]);
+    const [, second] = await Promise.all([first, kept(waiting)]);
     expect([...second.deliveries.keys()]).to.deep.equal(['a', 'b']);
   });
 });
@@ -104,7 +111,7 @@ for (const adapter of ['sqlite', 'memory'] as const) {
       }
       await applyNext(50);
       const reads = watched(log);
-      const view = await createWaitingDeliveries(reads.log, index).read('s');
+      const view = await kept(createWaitingDeliveries(reads.log, index));
       expect(reads.from).to.deep.equal([50]);
       expect(sorted(view.deliveries)).to.deep.equal(await waitingOfWholeStream(log));
       expect(view.workspaceId).to.equal('w');
@@ -116,7 +123,7 @@ for (const adapter of ['sqlite', 'memory'] as const) {
       const reads = watched(log);
       const waiting = createWaitingDeliveries(reads.log, index, 0);
       await records.append(records.schedule('first'));
-      await waiting.read('s');
+      await kept(waiting);
       // Twenty records past the view, the index has applied them all, and one delivery waits: started over.
       for (let i = 0; i < 10; i++) {
         await records.append(records.schedule(`d${i}`));
@@ -124,23 +131,24 @@ for (const adapter of ['sqlite', 'memory'] as const) {
       }
       await applyNext();
       reads.from.length = 0;
-      expect(sorted((await waiting.read('s')).deliveries)).to.deep.equal(await waitingOfWholeStream(log));
+      expect(sorted((await kept(waiting)).deliveries)).to.deep.equal(await waitingOfWholeStream(log));
       expect(reads.from).to.deep.equal([21]);
       // Two records past it and five waiting: catching up reads less.
       await records.append([...records.schedule('w1'), ...records.schedule('w2'), ...records.schedule('w3')]);
       await records.append(records.schedule('w4'));
       await applyNext();
       reads.from.length = 0;
-      expect(sorted((await waiting.read('s')).deliveries)).to.deep.equal(await waitingOfWholeStream(log));
+      expect(sorted((await kept(waiting)).deliveries)).to.deep.equal(await waitingOfWholeStream(log));
       expect(reads.from).to.deep.equal([21]);
-      // Within the stale time nothing is asked of the index.
+      // A cold view asks how many wait (too many are not kept), then starts from the index; within
+      // the stale time nothing more is asked of it.
       const asked: string[] = [];
       const counted: WaitingReader = { waitingOf: (s) => (asked.push('waitingOf'), index.waitingOf(s)), appliedOf: (s) => (asked.push('appliedOf'), index.appliedOf(s)) };
       const fresh = createWaitingDeliveries(log, counted, 60_000);
-      await fresh.read('s');
+      await kept(fresh);
       await records.append(records.attempt('w1', 'delivered'));
-      expect(sorted((await fresh.read('s')).deliveries)).to.deep.equal(await waitingOfWholeStream(log));
-      expect(asked).to.deep.equal(['waitingOf']);
+      expect(sorted((await kept(fresh)).deliveries)).to.deep.equal(await waitingOfWholeStream(log));
+      expect(asked).to.deep.equal(['appliedOf', 'waitingOf']);
     });
 
     it('keeps a delivery retried by hand after it settled, which a view read from the first record loses', async () => {
@@ -150,10 +158,10 @@ for (const adapter of ['sqlite', 'memory'] as const) {
       expect(records.states.get('a')?.status).to.equal('failed');
       await records.append(records.retry('a'));
       await applyNext();
-      const view = await createWaitingDeliveries(log, index).read('s');
+      const view = await kept(createWaitingDeliveries(log, index));
       expect(sorted(view.deliveries)).to.deep.equal(await waitingOfWholeStream(log));
       expect(view.deliveries.get('a')).to.include({ status: 'waiting', round: 2 });
-      expect((await createWaitingDeliveries(log).read('s')).deliveries.has('a')).to.equal(false);
+      expect((await kept(createWaitingDeliveries(log))).deliveries.has('a')).to.equal(false);
     });
 
     it('reads the stream from its first record, all the same, when the index cannot be reached', async () => {
@@ -168,14 +176,66 @@ for (const adapter of ['sqlite', 'memory'] as const) {
       console.warn = (...args: unknown[]) => void warned.push(args);
       try {
         const waiting = createWaitingDeliveries(reads.log, unreachable, 0);
-        expect(sorted((await waiting.read('s')).deliveries)).to.deep.equal(await waitingOfWholeStream(log));
+        expect(sorted((await kept(waiting)).deliveries)).to.deep.equal(await waitingOfWholeStream(log));
         await records.append(records.schedule('c'));
-        expect(sorted((await waiting.read('s')).deliveries)).to.deep.equal(await waitingOfWholeStream(log));
+        expect(sorted((await kept(waiting)).deliveries)).to.deep.equal(await waitingOfWholeStream(log));
       } finally {
         console.warn = warn;
       }
       expect(reads.from).to.deep.equal([0, 2]);
       expect(warned).to.have.length(1);
+    });
+
+    it('keeps no view of a subscription with more waiting than the bound: read gives null after one look at the index, until under half of it', async () => {
+      const records = deliveryRecords(log);
+      for (let i = 0; i < 6; i++) await records.append(records.schedule(`d${i}`));
+      await applyNext();
+      const reads = watched(log);
+      const asked: string[] = [];
+      const counted: WaitingReader = { waitingOf: (s) => (asked.push('waitingOf'), index.waitingOf(s)), appliedOf: (s) => (asked.push('appliedOf'), index.appliedOf(s)) };
+      const waiting = createWaitingDeliveries(reads.log, counted, 0, 4);
+      expect(await waiting.read('s')).to.equal(null);
+      expect(asked).to.deep.equal(['appliedOf']);
+      expect(reads.from, 'nothing read of the stream').to.deep.equal([]);
+      // Three settle: three wait, over half the bound, still not kept.
+      for (let i = 0; i < 3; i++) await records.append(records.attempt(`d${i}`, 'delivered'));
+      await applyNext();
+      expect(await waiting.read('s')).to.equal(null);
+      // One more: two wait, kept again.
+      await records.append(records.attempt('d3', 'delivered'));
+      await applyNext();
+      expect(sorted((await kept(waiting)).deliveries)).to.deep.equal(await waitingOfWholeStream(log));
+    });
+
+    it('lets a kept view go once it has grown past the bound, giving it a last time', async () => {
+      const records = deliveryRecords(log);
+      const waiting = createWaitingDeliveries(log, index, 0, 4);
+      await records.append(records.schedule('a'));
+      await applyNext();
+      expect((await kept(waiting)).deliveries.size).to.equal(1);
+      // The receiver went down: five more wait.
+      for (let i = 0; i < 5; i++) await records.append(records.schedule(`d${i}`));
+      expect(sorted((await kept(waiting)).deliveries)).to.deep.equal(await waitingOfWholeStream(log));
+      await applyNext();
+      expect(await waiting.read('s')).to.equal(null);
+    });
+
+    it('gives all of them to readAll however many, and keeps that view only while readAll asks within the stale time', async () => {
+      const records = deliveryRecords(log);
+      for (let i = 0; i < 6; i++) await records.append(records.schedule(`d${i}`));
+      await applyNext();
+      const reads = watched(log);
+      const waiting = createWaitingDeliveries(reads.log, index, 60_000, 4);
+      expect(sorted((await waiting.readAll('s')).deliveries)).to.deep.equal(await waitingOfWholeStream(log));
+      await records.append(records.schedule('d6'));
+      // Kept: read on from where it stopped, by read as by readAll.
+      expect(sorted((await kept(waiting)).deliveries)).to.deep.equal(await waitingOfWholeStream(log));
+      expect(reads.from).to.deep.equal([6, 6]);
+      // Asked for no longer within the stale time (here none), it is not kept.
+      await applyNext();
+      const brief = createWaitingDeliveries(log, index, 0, 4);
+      expect((await brief.readAll('s')).deliveries.size).to.equal(7);
+      expect(await brief.read('s')).to.equal(null);
     });
 
     it('gives what a reading of the whole stream gives, whatever the index has applied when each read comes (property)', async () => {
@@ -188,15 +248,20 @@ for (const adapter of ['sqlite', 'memory'] as const) {
           const records = deliveryRecords(log);
           const waiting = createWaitingDeliveries(log, index, 0);
           const fresh = createWaitingDeliveries(log, index, Infinity);
+          // Kept while at most 3 wait: when it gives a view at all, the same view.
+          const bounded = createWaitingDeliveries(log, index, 0, 3);
           let scheduled = 0;
           for (const { steps, indexed, stale } of rounds) {
             await appendHistory(records, steps, () => `d${(scheduled += 1)}`);
             await applyNext(indexed);
-            const view = await (stale ? waiting : fresh).read('s');
             const expected = await waitingOfWholeStream(log);
-            // A view read from the first record loses a delivery retried by hand after it had settled: never one that is not waiting.
-            expect(expected).to.include.deep.members(sorted(view.deliveries));
-            for (const d of expected) if (d.round === 1) expect(view.deliveries.get(d.id), d.id).to.deep.equal(d);
+            const boundedView = await bounded.read('s');
+            if (boundedView === null) expect((await index.appliedOf('s')).waiting, 'null only with more than half the bound waiting').to.be.greaterThan(1);
+            for (const view of [await kept(stale ? waiting : fresh), ...(boundedView === null ? [] : [boundedView])]) {
+              // A view read from the first record loses a delivery retried by hand after it had settled: never one that is not waiting.
+              expect(expected).to.include.deep.members(sorted(view.deliveries));
+              for (const d of expected) if (d.round === 1) expect(view.deliveries.get(d.id), d.id).to.deep.equal(d);
+            }
           }
         }),
         { numRuns: 40 },

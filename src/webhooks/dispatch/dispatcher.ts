@@ -57,6 +57,8 @@ export interface DispatcherDeps {
   readonly reachable?: () => Promise<void> | null;
   /** Own schedule only: where attempts not held in memory wait (parking.ts); the dispatcher closes it at stop. */
   readonly parking?: Parking;
+  /** A subscription's waiting deliveries kept for take-overs at most, where the records have an index (waiting.ts; default WAITING_KEPT). */
+  readonly waitingKept?: number;
 }
 
 export interface Parking {
@@ -223,7 +225,7 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
   const schedule: RetrySchedule = 'shared' in deps.schedule ? deps.schedule.shared : deps.schedule.own;
   const records = deps.records ?? recordsFromLog(log);
   const recorder = createRecorder(log);
-  const waiting = createWaitingDeliveries(log, records.seeds);
+  const waiting = createWaitingDeliveries(log, records.seeds, undefined, deps.waitingKept);
   const punctuality = createPunctuality();
   const pending = new Map<string, Pending>();
   const bySubscription = new Map<string, Set<string>>();
@@ -421,10 +423,13 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
     return workspaceId === undefined ? undefined : { delivery: found.delivery, workspaceId };
   };
 
-  /** The subscription's waiting deliveries, read incrementally (the hot path of a shared schedule). */
-  const readWaiting = async (subscriptionId: string): Promise<WaitingView> => {
-    const view = await waiting.read(subscriptionId);
-    if (view.position > 0) await subscriptions.waitFor(view.position);
+  /**
+   * The subscription's waiting deliveries, read incrementally (the hot path of a shared schedule);
+   * null when it has too many to keep (`all`: however many).
+   */
+  const readWaiting = async (subscriptionId: string, all = false): Promise<WaitingView | null> => {
+    const view = await (all ? waiting.readAll(subscriptionId) : waiting.read(subscriptionId));
+    if (view !== null && view.position > 0) await subscriptions.waitFor(view.position);
     return view;
   };
 
@@ -437,12 +442,45 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
     return p;
   };
 
+  /**
+   * Deliveries of a subscription with too many waiting to keep a view of, read from the history the
+   * claims of a turn at a time: one look-up (the index, and the stream's records after what it applied) for all.
+   */
+  const lookUps = new Map<string, { readonly ids: string[]; readonly found: Promise<ReadonlyMap<string, Delivery>> }>();
+  const lookUp = async (subscriptionId: string, deliveryId: string): Promise<Delivery | undefined> => {
+    let batch = lookUps.get(subscriptionId);
+    if (batch === undefined) {
+      const ids: string[] = [];
+      const found = (async () => {
+        await new Promise(setImmediate);
+        lookUps.delete(subscriptionId);
+        return (await records.lookup(subscriptionId))(ids);
+      })();
+      batch = { ids, found };
+      lookUps.set(subscriptionId, batch);
+    }
+    batch.ids.push(deliveryId);
+    return (await batch.found).get(deliveryId);
+  };
+
+  /** The claimed delivery as the log has it: from the subscription's view, else looked up. */
+  const claimed = async ({ subscriptionId, deliveryId }: DueAttempt): Promise<{ delivery: Delivery; workspaceId: string } | undefined> => {
+    const view = await readWaiting(subscriptionId);
+    if (view === null) {
+      // Too many waiting to keep: looked up with the turn's other claims, once the directory knows the subscription.
+      const workspaceId = subscriptions.workspaceOf(subscriptionId);
+      const delivery = workspaceId === undefined ? undefined : await lookUp(subscriptionId, deliveryId);
+      if (delivery !== undefined && workspaceId !== undefined) return { delivery, workspaceId };
+    }
+    const kept = view?.deliveries.get(deliveryId);
+    if (kept !== undefined && view !== null && view.workspaceId !== null) return { delivery: kept, workspaceId: view.workspaceId };
+    // Not among the waiting ones (a manual retry of a delivery settled long ago): read from the history.
+    return readOne(subscriptionId, deliveryId);
+  };
+
   /** A claimed delivery this dispatcher does not hold (another one scheduled it, or this one restarted); undefined when no longer waiting. */
   const takeOver = async (entry: DueAttempt): Promise<Pending | undefined> => {
-    const { deliveries, workspaceId } = await readWaiting(entry.subscriptionId);
-    const kept = deliveries.get(entry.deliveryId);
-    // Not among the waiting ones kept: read it from the history (a manual retry of a delivery settled long ago).
-    const found = kept !== undefined && workspaceId !== null ? { delivery: kept, workspaceId } : await readOne(entry.subscriptionId, entry.deliveryId);
+    const found = await claimed(entry);
     if (found?.delivery.status !== 'waiting') return pending.get(entry.deliveryId);
     return hold(found.delivery, found.workspaceId);
   };
@@ -460,7 +498,7 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
 
   /** A shared schedule's waiting deliveries are held by no dispatcher until claimed: each one reads them from the log. */
   const holdWaiting = async (subscriptionId: string): Promise<void> => {
-    const { deliveries, workspaceId } = await readWaiting(subscriptionId);
+    const { deliveries, workspaceId } = (await readWaiting(subscriptionId, true)) as WaitingView;
     if (workspaceId === null) return;
     for (const delivery of deliveries.values()) if (delivery.status === 'waiting') hold(delivery, workspaceId);
   };
@@ -684,7 +722,7 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
     replayRoom: () => (liveUnattempted.size > 0 || (parking?.lot.firsts() ?? 0) > 0 ? 0 : Math.max(0, Math.floor(deps.maxInFlight / 2) - pump.load())),
 
     async replayBacklog(subscriptionId, replayId) {
-      const { deliveries } = await waiting.read(subscriptionId);
+      const { deliveries } = await waiting.readAll(subscriptionId);
       return [...deliveries.values()].filter((d) => d.replayId === replayId && d.round === 1 && d.attempt === 0).map((d) => d.id);
     },
 

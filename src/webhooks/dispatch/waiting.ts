@@ -8,6 +8,12 @@
 // applied, then the records after it. A view left alone for a while starts again the same way when
 // the index says that reads less than catching up would. Reading a stream of tens of thousands of
 // records whole held a dispatcher's main thread for seconds (the distributed roles' late minutes).
+//
+// With the index, a subscription with more than `maxKept` waiting (a receiver down for hours) is not
+// kept: a take-over of one of its attempts reads that one delivery instead (`read` gives null), so a
+// dispatcher's memory does not follow a dead receiver's backlog. Those who need every waiting
+// delivery (a deactivation, a replay looking at its own every 20 ms) ask with `readAll`, which keeps
+// the view while they keep asking.
 import { performance } from 'node:perf_hooks';
 import { deliveryAggregate, unpackSteps, type Delivery } from '../../domain/delivery/delivery.js';
 import { deliveryStream } from '../../domain/delivery/ids.js';
@@ -23,8 +29,10 @@ export interface WaitingView {
 }
 
 export interface WaitingDeliveries {
-  /** The subscription's waiting deliveries, caught up with its stream. */
-  read(subscriptionId: string): Promise<WaitingView>;
+  /** The subscription's waiting deliveries, caught up with its stream; null when too many to keep: read the one needed instead. */
+  read(subscriptionId: string): Promise<WaitingView | null>;
+  /** All of them, however many: kept while asked for within the stale time. */
+  readAll(subscriptionId: string): Promise<WaitingView>;
   /** Drops what is known of a deleted subscription. */
   forget(subscriptionId: string): void;
 }
@@ -40,13 +48,19 @@ interface Cached {
   tail: Promise<void>;
   /** The catch-up not started yet: readers arriving meanwhile share it (it will see all they need). */
   queued: Promise<void> | null;
+  /** When `readAll` last asked for it (performance.now()): a view so asked is kept however large. */
+  wholeAt: number;
 }
 
 /** A view caught up within this long only reads on; an older one first asks the index how far behind it is. */
 const STALE_MS = 1_000;
+/** Waiting deliveries of one subscription kept at most (about 2 KB each) where the index can be asked instead. */
+export const WAITING_KEPT = 10_000;
 
-export const createWaitingDeliveries = (log: EventLog, seeds?: WaitingReader, staleMs = STALE_MS): WaitingDeliveries => {
+export const createWaitingDeliveries = (log: EventLog, seeds?: WaitingReader, staleMs = STALE_MS, maxKept = WAITING_KEPT): WaitingDeliveries => {
   const cache = new Map<string, Cached>();
+  /** Subscriptions with too many waiting to keep, and when the index last said so (performance.now()). */
+  const large = new Map<string, number>();
   /** Whether the last read of the index failed: said once, not at every read while it lasts. */
   let seedFailing = false;
 
@@ -93,26 +107,60 @@ export const createWaitingDeliveries = (log: EventLog, seeds?: WaitingReader, st
     cached.caughtUpAt = performance.now();
   };
 
+  /**
+   * Whether a subscription not kept has too many waiting to keep, as the index says (asked again past
+   * the stale time; it comes back once under half the bound). An index out of reach says no: the
+   * stream is read, as without one.
+   */
+  const tooMany = async (index: WaitingReader, subscriptionId: string): Promise<boolean> => {
+    const judged = large.get(subscriptionId);
+    if (judged !== undefined && performance.now() - judged < staleMs) return true;
+    const waiting = await index.appliedOf(subscriptionId).then(
+      (applied) => applied.waiting,
+      () => 0,
+    );
+    const over = waiting > (judged === undefined ? maxKept : maxKept / 2);
+    if (over) large.set(subscriptionId, performance.now());
+    else large.delete(subscriptionId);
+    return over;
+  };
+
+  const caughtUp = async (subscriptionId: string, whole: boolean): Promise<WaitingView | null> => {
+    let cached = cache.get(subscriptionId);
+    if (cached === undefined) {
+      if (!whole && seeds !== undefined && (await tooMany(seeds, subscriptionId))) return null;
+      // Another reader may have started one meanwhile.
+      cached = cache.get(subscriptionId) ?? { deliveries: new Map(), workspaceId: null, position: 0, nextRevision: 0, caughtUpAt: null, tail: Promise.resolve(), queued: null, wholeAt: -Infinity };
+      cache.set(subscriptionId, cached);
+    }
+    const entry = cached;
+    if (whole) entry.wholeAt = performance.now();
+    let run = entry.queued;
+    if (run === null) {
+      run = entry.tail.then(() => {
+        entry.queued = null;
+        return catchUp(subscriptionId, entry);
+      });
+      entry.queued = run;
+      entry.tail = run.catch(() => undefined);
+    }
+    await run;
+    const view = { deliveries: entry.deliveries, workspaceId: entry.workspaceId, position: entry.position };
+    // Grown past the bound (its receiver went down) and no one asking for all of it lately: read this
+    // once more, then let go.
+    if (seeds !== undefined && entry.deliveries.size > maxKept && performance.now() - entry.wholeAt >= staleMs) {
+      if (cache.get(subscriptionId) === entry) cache.delete(subscriptionId);
+      large.set(subscriptionId, performance.now());
+    }
+    return view;
+  };
+
   return {
-    async read(subscriptionId) {
-      let cached = cache.get(subscriptionId);
-      if (cached === undefined) {
-        cached = { deliveries: new Map(), workspaceId: null, position: 0, nextRevision: 0, caughtUpAt: null, tail: Promise.resolve(), queued: null };
-        cache.set(subscriptionId, cached);
-      }
-      const entry = cached;
-      let run = entry.queued;
-      if (run === null) {
-        run = entry.tail.then(() => {
-          entry.queued = null;
-          return catchUp(subscriptionId, entry);
-        });
-        entry.queued = run;
-        entry.tail = run.catch(() => undefined);
-      }
-      await run;
-      return { deliveries: entry.deliveries, workspaceId: entry.workspaceId, position: entry.position };
+    read: (subscriptionId) => caughtUp(subscriptionId, false),
+    readAll: async (subscriptionId) => (await caughtUp(subscriptionId, true)) as WaitingView,
+    forget(subscriptionId) {
+      cache.delete(subscriptionId);
+      large.delete(subscriptionId);
     },
-    forget: (subscriptionId) => void cache.delete(subscriptionId),
   };
 };

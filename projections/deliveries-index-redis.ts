@@ -175,20 +175,31 @@ end
 if #ids == 0 then return {} end
 return redis.call('HMGET', docs, unpack(ids))`,
 
-  // ARGV: prefix, epoch. Returns {'reset'} or {'ok', fan-out checkpoint, then JSON, workspace per delivery}.
-  historyPending: `
+  // What a restart takes over, read a page at a time: one script over every waiting delivery held
+  // Redis (and timed out) for seconds at a few hundred thousand.
+  // ARGV: prefix, epoch, SSCAN cursor, count. Returns {'reset'} or {'ok', next cursor, then id, JSON, workspace per waiting delivery}.
+  historyPendingPage: `
 if redis.call('GET', epoch) ~= ARGV[2] then return { 'reset' } end
-local fanned = redis.call('HGET', meta, 'fanned') or '0'
-local out = { 'ok', fanned }
-local seen = {}
-local function add(id)
-  if seen[id] then return end
-  seen[id] = true
+local page = redis.call('SSCAN', waiting, ARGV[3], 'COUNT', ARGV[4])
+local out = { 'ok', page[1] }
+for _, id in ipairs(page[2]) do
+  out[#out + 1] = id
   out[#out + 1] = redis.call('HGET', docs, id)
   out[#out + 1] = redis.call('HGET', ws, id)
 end
-for _, id in ipairs(redis.call('SMEMBERS', waiting)) do add(id) end
-for _, id in ipairs(redis.call('ZRANGEBYSCORE', ahead, '(' .. fanned, '+inf')) do add(id) end
+return out`,
+
+  // ARGV: prefix, epoch. Returns {'reset'} or {'ok', fan-out checkpoint, then id, JSON, workspace per
+  // delivery of an event past it (few: the newest)}.
+  historyPendingAhead: `
+if redis.call('GET', epoch) ~= ARGV[2] then return { 'reset' } end
+local fanned = redis.call('HGET', meta, 'fanned') or '0'
+local out = { 'ok', fanned }
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', ahead, '(' .. fanned, '+inf')) do
+  out[#out + 1] = id
+  out[#out + 1] = redis.call('HGET', docs, id)
+  out[#out + 1] = redis.call('HGET', ws, id)
+end
 return out`,
 
   // ARGV: prefix, subscription. Returns its last record applied ('' when none), then the JSON of each of its waiting deliveries.
@@ -269,10 +280,16 @@ export interface RedisDeliveryIndexOptions {
   readonly client: Redis;
   /** Namespaces the keys (tests, several deployments on one Redis). */
   readonly keyPrefix?: string;
+  /** Waiting deliveries a restart's read takes per script call (about; default PENDING_PAGE). */
+  readonly pendingPage?: number;
 }
+
+/** About this many waiting deliveries per script call of `pending`: each holds Redis a few milliseconds. */
+export const PENDING_PAGE = 1_000;
 
 export const createRedisDeliveryIndex = (options: RedisDeliveryIndexOptions): DeliveryIndex & WriterLease => {
   const client = options.client as Scripted<typeof SCRIPTS & { historyLeaseTake: string; historyLeaseRelease: string }>;
+  const pendingPage = options.pendingPage ?? PENDING_PAGE;
   for (const [name, lua] of Object.entries(SCRIPTS)) client.defineCommand(name, { numberOfKeys: 8, lua: PRELUDE + lua });
   client.defineCommand('historyLeaseTake', { numberOfKeys: 1, lua: LEASE_TAKE });
   client.defineCommand('historyLeaseRelease', { numberOfKeys: 1, lua: LEASE_RELEASE });
@@ -428,14 +445,29 @@ export const createRedisDeliveryIndex = (options: RedisDeliveryIndexOptions): De
     },
     apply: enqueue,
     async pending() {
-      if (epoch === null) throw reset('not bound to the stored data: read the checkpoint first');
-      const [status, fanned, ...rows] = (await reach(() => client.historyPending(...keys, prefix, epoch as string))) as [string, string, ...(string | null)[]];
-      if (status === 'reset') throw lost();
+      const bound = epoch;
+      if (bound === null) throw reset('not bound to the stored data: read the checkpoint first');
       const deliveries: IndexedDelivery[] = [];
-      for (let i = 0; i < rows.length; i += 2) {
-        const json = rows[i];
-        if (typeof json === 'string') deliveries.push({ delivery: JSON.parse(json) as Delivery, workspaceId: String(rows[i + 1]) });
-      }
+      // A delivery a scan returns twice (the set rehashed meanwhile), or waiting and ahead both, is taken once.
+      const seen = new Set<string>();
+      const take = (rows: readonly (string | null)[]): void => {
+        for (let i = 0; i < rows.length; i += 3) {
+          const [id, json, workspaceId] = [rows[i] as string, rows[i + 1], rows[i + 2]];
+          if (typeof json !== 'string' || seen.has(id)) continue;
+          seen.add(id);
+          deliveries.push({ delivery: JSON.parse(json) as Delivery, workspaceId: String(workspaceId) });
+        }
+      };
+      let cursor = '0';
+      do {
+        const [status, next, ...rows] = (await reach(() => client.historyPendingPage(...keys, prefix, bound, cursor, String(pendingPage)))) as [string, string, ...(string | null)[]];
+        if (status === 'reset') throw lost();
+        take(rows);
+        cursor = next;
+      } while (cursor !== '0');
+      const [status, fanned, ...rows] = (await reach(() => client.historyPendingAhead(...keys, prefix, bound))) as [string, string, ...(string | null)[]];
+      if (status === 'reset') throw lost();
+      take(rows);
       return { deliveries, fannedOutThrough: Number(fanned) };
     },
     async prune(before, limit) {
@@ -457,9 +489,10 @@ export const createRedisDeliveryIndex = (options: RedisDeliveryIndexOptions): De
 };
 
 /** The index on a connection of its own (closed with it). */
-export const openRedisDeliveryIndex = (options: { readonly url: string; readonly keyPrefix?: string }): DeliveryIndex & WriterLease & { readonly client: Redis } => {
-  const client = createRedisClient(options.url, 'command', { commandTimeoutMs: READ_MODEL_COMMAND_TIMEOUT_MS });
-  const index = createRedisDeliveryIndex({ client, ...(options.keyPrefix === undefined ? {} : { keyPrefix: options.keyPrefix }) });
+export const openRedisDeliveryIndex = (options: { readonly url: string } & Omit<RedisDeliveryIndexOptions, 'client'>): DeliveryIndex & WriterLease & { readonly client: Redis } => {
+  const { url, ...rest } = options;
+  const client = createRedisClient(url, 'command', { commandTimeoutMs: READ_MODEL_COMMAND_TIMEOUT_MS });
+  const index = createRedisDeliveryIndex({ client, ...rest });
   return {
     ...index,
     client,

@@ -20,8 +20,8 @@ const redisUrl = process.env['REDIS_URL'];
 const namespace = (url: string) => {
   const keyPrefix = `test:${Math.random().toString(16).slice(2)}:`;
   const opened: DeliveryIndex[] = [];
-  const open = async (): Promise<ReturnType<typeof openRedisDeliveryIndex>> => {
-    const index = openRedisDeliveryIndex({ url, keyPrefix });
+  const open = async (pendingPage?: number): Promise<ReturnType<typeof openRedisDeliveryIndex>> => {
+    const index = openRedisDeliveryIndex({ url, keyPrefix, ...(pendingPage === undefined ? {} : { pendingPage }) });
     opened.push(index);
     // Bound to the stored data, as its runner does before the first apply.
     await index.checkpoint();
@@ -51,14 +51,14 @@ const namespace = (url: string) => {
 if (redisUrl !== undefined) {
   deliveryIndexContract('redis', async () => {
     const space = namespace(redisUrl);
-    return { index: await space.open(), reopen: space.open, teardown: space.teardown };
+    return { index: await space.open(), reopen: () => space.open(), teardown: space.teardown };
   });
 }
 
 const T0 = 1_700_000_000_000_000;
 
-/** The log of one subscription's deliveries, as a dispatcher records them: each scheduled, then delivered at its first attempt. */
-const deliveryRecords = (count: number): ProjectedEvent[] => {
+/** The log of one subscription's deliveries, as a dispatcher records them: each scheduled, then (unless told) delivered at its first attempt. */
+const deliveryRecords = (count: number, attempted = true): ProjectedEvent[] => {
   const decided = (command: DeliveryCommand, state: Delivery | null) => {
     const result = deliveryAggregate.decide(command, state);
     if (result._tag === 'Left') throw new Error(result.left.message);
@@ -70,7 +70,7 @@ const deliveryRecords = (count: number): ProjectedEvent[] => {
     const scheduled = decided(schedule, null);
     const state = scheduled.reduce(deliveryAggregate.evolve, null);
     const outcome = { delivered: true, statusCode: 200, error: null, latencyMs: 3 };
-    return [scheduled, decided({ kind: 'record_attempt', attempt: 1, outcome, at: T0 + i + 1, retryDelaysMs: [] }, state)];
+    return attempted ? [scheduled, decided({ kind: 'record_attempt', attempt: 1, outcome, at: T0 + i + 1, retryDelaysMs: [] }, state)] : [scheduled];
   })
     .flat()
     .map((steps, i) => ({ id: `e${i}`, position: i + 1, revision: i, stream: deliveryStream('s1'), workspaceId: 'ws', ...packSteps(steps) }));
@@ -79,7 +79,7 @@ const deliveryRecords = (count: number): ProjectedEvent[] => {
 type Index = ReturnType<typeof openRedisDeliveryIndex>;
 
 /** Hands `seen` each reply of one of the index's scripts on its client. */
-const onScript = (index: Index, script: 'historyRead' | 'historyApply', seen: (reply: unknown) => void): void => {
+const onScript = (index: Index, script: 'historyRead' | 'historyApply' | 'historyPendingPage', seen: (reply: unknown) => void): void => {
   const client = index.client as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
   const call = (client[script] as (...args: unknown[]) => Promise<unknown>).bind(index.client);
   client[script] = async (...args: unknown[]) => {
@@ -108,6 +108,45 @@ const onScript = (index: Index, script: 'historyRead' | 'historyApply', seen: (r
     expect(await b.checkpoint()).to.deep.equal({ position: 300, fannedOutThrough: 149 });
     // The last one's event is past the fan-out checkpoint: a replayed fan-out must find it known.
     expect((await b.pending()).deliveries.map((p) => p.delivery.id)).to.deep.equal(['d149']);
+  });
+
+  it('hands a restart what waits a page at a time: each once, as one read of it all does, however many', async () => {
+    const events = deliveryRecords(2_500, false);
+    const writer = await space.open();
+    for (let i = 0; i < events.length; i += 250) await Promise.all(events.slice(i, i + 250).map((event) => writer.apply(event)));
+    const paged = await space.open(100);
+    let pages = 0;
+    onScript(paged, 'historyPendingPage', () => (pages += 1));
+    const [byPages, whole] = [await paged.pending(), await (await space.open(1_000_000)).pending()];
+    const ids = (pending: typeof whole) => pending.deliveries.map((p) => p.delivery.id).sort();
+    expect(pages, 'read in pages').to.be.greaterThan(10);
+    expect(ids(byPages)).to.have.length(2_500);
+    expect(new Set(ids(byPages)).size, 'each once').to.equal(2_500);
+    expect(ids(byPages)).to.deep.equal(ids(whole));
+    expect(byPages.fannedOutThrough).to.equal(whole.fannedOutThrough);
+    const last = byPages.deliveries.find((p) => p.delivery.id === 'd2499');
+    expect(last).to.deep.include({ workspaceId: 'ws' });
+    expect(last?.delivery).to.include({ status: 'waiting', eventPosition: 2_500 });
+  });
+
+  it('refuses a restart read whose Redis lost the index between two of its pages', async () => {
+    const events = deliveryRecords(600, false);
+    const writer = await space.open();
+    await Promise.all(events.map((event) => writer.apply(event)));
+    const paged = await space.open(100);
+    // The data goes (Redis restarted without persistence) once the first page is read.
+    const client = paged.client as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
+    const page = (client['historyPendingPage'] as (...args: unknown[]) => Promise<unknown>).bind(paged.client);
+    let pages = 0;
+    client['historyPendingPage'] = async (...args: unknown[]) => {
+      const reply = await page(...args);
+      if ((pages += 1) === 1) await space.lose();
+      return reply;
+    };
+    let failure: unknown = null;
+    await paged.pending().catch((error: unknown) => (failure = error));
+    expect(pages).to.equal(2);
+    expect(failure).to.be.instanceOf(ProjectionReset);
   });
 
   it('reads no delivery back for a batch another writer applied already', async () => {

@@ -60,6 +60,15 @@ local function nowMs()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
+-- Appends each id, its JSON and its workspace to out (what a restart takes over).
+local function withDocs(out, ids)
+  for _, id in ipairs(ids) do
+    out[#out + 1] = id
+    out[#out + 1] = redis.call('HGET', docs, id)
+    out[#out + 1] = redis.call('HGET', ws, id)
+  end
+  return out
+end
 -- Drops one delivery and its entries, from what its JSON says.
 local function drop(id)
   local json = redis.call('HGET', docs, id)
@@ -181,26 +190,14 @@ return redis.call('HMGET', docs, unpack(ids))`,
   historyPendingPage: `
 if redis.call('GET', epoch) ~= ARGV[2] then return { 'reset' } end
 local page = redis.call('SSCAN', waiting, ARGV[3], 'COUNT', ARGV[4])
-local out = { 'ok', page[1] }
-for _, id in ipairs(page[2]) do
-  out[#out + 1] = id
-  out[#out + 1] = redis.call('HGET', docs, id)
-  out[#out + 1] = redis.call('HGET', ws, id)
-end
-return out`,
+return withDocs({ 'ok', page[1] }, page[2])`,
 
   // ARGV: prefix, epoch. Returns {'reset'} or {'ok', fan-out checkpoint, then id, JSON, workspace per
   // delivery of an event past it (few: the newest)}.
   historyPendingAhead: `
 if redis.call('GET', epoch) ~= ARGV[2] then return { 'reset' } end
 local fanned = redis.call('HGET', meta, 'fanned') or '0'
-local out = { 'ok', fanned }
-for _, id in ipairs(redis.call('ZRANGEBYSCORE', ahead, '(' .. fanned, '+inf')) do
-  out[#out + 1] = id
-  out[#out + 1] = redis.call('HGET', docs, id)
-  out[#out + 1] = redis.call('HGET', ws, id)
-end
-return out`,
+return withDocs({ 'ok', fanned }, redis.call('ZRANGEBYSCORE', ahead, '(' .. fanned, '+inf'))`,
 
   // ARGV: prefix, subscription. Returns its last record applied ('' when none), then the JSON of each of its waiting deliveries.
   historyWaitingOf: `

@@ -23,7 +23,7 @@ import { deliveryStream } from '../../src/domain/delivery/ids.js';
 import type { NewEvent, RecordedEvent } from '../../src/log/event-log.js';
 import { openSqliteLog, type SqliteEventLog } from '../../src/log/sqlite.js';
 import { randomId } from '../../src/shared/ids.js';
-import { createDispatcher, type DeliveryRecords } from '../../src/webhooks/dispatch/dispatcher.js';
+import { createDispatcher, type DeliveryRecords, type DispatcherDeps } from '../../src/webhooks/dispatch/dispatcher.js';
 import { createHistoryIndexer, type HistoryIndexer } from '../../src/webhooks/dispatch/history-index.js';
 import { createRedisRetrySchedule } from '../../src/webhooks/dispatch/retry-schedule/redis.js';
 import type { SharedRetrySchedule } from '../../src/webhooks/dispatch/retry-schedule.js';
@@ -64,25 +64,37 @@ interface TakeOver {
   readonly restoreMs: number;
 }
 
-/** A receiver in process answering `outcome` at once, counting the requests in `sent`. */
-const answering = (outcome: AttemptOutcome, sent: { n: number }) => ({ send: async (_request: DeliveryRequest) => ((sent.n += 1), outcome), close: async () => undefined }) as never;
+/** What a run's two dispatchers share. */
+interface Run {
+  readonly log: SqliteEventLog;
+  readonly indexer: HistoryIndexer;
+  readonly directory: SubscriptionDirectory;
+  readonly records: DeliveryRecords;
+  readonly schedule: SharedRetrySchedule;
+}
+
+/** A dispatcher of the run whose receiver, in process, answers `outcome` at once; its requests are counted in `sent`. */
+const dispatcherOf = (run: Run, outcome: AttemptOutcome, sent: { n: number }, deps: Partial<DispatcherDeps> = {}) =>
+  createDispatcher({
+    ...recordingDeps(run.log, run.directory, []),
+    sender: { send: async (_request: DeliveryRequest) => ((sent.n += 1), outcome), close: async () => undefined } as never,
+    schedule: { shared: run.schedule },
+    records: run.records,
+    retryDelaysMs: [RETRY_MS],
+    maxInFlight: 64,
+    maxInFlightPerSubscription: 64,
+    maxInFlightPerWorkspace: 64,
+    ...deps,
+  });
 
 /**
  * A first dispatcher fans `events` events out to a receiver that refuses them all and stops once each
  * first attempt is recorded failed and the index has applied it. What it held is garbage once this returns.
  */
-const backlog = async (log: SqliteEventLog, indexer: HistoryIndexer, directory: SubscriptionDirectory, records: DeliveryRecords, schedule: SharedRetrySchedule, events: number): Promise<void> => {
+const backlog = async (run: Run, events: number): Promise<void> => {
+  const { log, indexer } = run;
   const refused = { n: 0 };
-  const first = createDispatcher({
-    ...recordingDeps(log, directory, []),
-    sender: answering({ delivered: false, statusCode: 503, error: null, latencyMs: 1 }, refused),
-    schedule: { shared: schedule },
-    records,
-    retryDelaysMs: [RETRY_MS],
-    maxInFlight: 64,
-    maxInFlightPerSubscription: 64,
-    maxInFlightPerWorkspace: 64,
-  });
+  const first = dispatcherOf(run, { delivered: false, statusCode: 503, error: null, latencyMs: 1 }, refused);
   first.start();
   const appended: RecordedEvent[] = [];
   for (let n = 0; n < events; n += BATCH) {
@@ -109,20 +121,12 @@ const takeOver = async (events: number, waitingKept: number): Promise<TakeOver> 
     await indexer.start();
     await schedule.ready();
     const directory = await subscriptionsOf(log, WORKSPACE, [SUBSCRIPTION]);
-    const records = recordsForKafka(log, index, () => indexer.pending());
-    await backlog(log, indexer, directory, records, schedule, events);
+    const run: Run = { log, indexer, directory, records: recordsForKafka(log, index, () => indexer.pending()), schedule };
+    await backlog(run, events);
     const before = heapAfterGc();
     const delivered = { n: 0 };
-    const second = createDispatcher({
-      ...recordingDeps(log, directory, []),
-      sender: answering({ delivered: true, statusCode: 200, error: null, latencyMs: 1 }, delivered),
-      schedule: { shared: schedule },
-      records,
+    const second = dispatcherOf(run, { delivered: true, statusCode: 200, error: null, latencyMs: 1 }, delivered, {
       clock: () => (Date.now() + RETRY_MS + 1_000) * 1000,
-      retryDelaysMs: [RETRY_MS],
-      maxInFlight: 64,
-      maxInFlightPerSubscription: 64,
-      maxInFlightPerWorkspace: 64,
       waitingKept,
     });
     const started = performance.now();

@@ -9,6 +9,7 @@
 // it keeps for a while (own-puts.ts): claiming that entry back untouched, it skips the log. With its
 // own schedule it may park what it need not hold (`parking`, parking.ts): held memory then follows
 // what is due soon, not what waits.
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Decided } from '../../domain/aggregate.js';
 import { deliveryAggregate, foldDeliveries, type Delivery, type DeliveryCommand } from '../../domain/delivery/delivery.js';
 import { deliveryIdOf, deliveryStream, legacyDeliveryIdOf, replayDeliveryIdOf } from '../../domain/delivery/ids.js';
@@ -452,7 +453,7 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
     if (batch === undefined) {
       const ids: string[] = [];
       const found = (async () => {
-        await new Promise(setImmediate);
+        await nextTurn();
         lookUps.delete(subscriptionId);
         return (await records.lookup(subscriptionId))(ids);
       })();

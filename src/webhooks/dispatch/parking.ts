@@ -100,12 +100,6 @@ export const openParkingLot = (file: string): ParkingLot => {
     else bySubscription.delete(subscriptionId);
   };
 
-  const take = (statement: Database.Statement, ...params: unknown[]): ParkedAttempt[] => {
-    const found = (statement.all(...params) as Row[]).sort((a, b) => a.due_at - b.due_at || a.seq - b.seq).map(parked);
-    for (const attempt of found) counted(attempt.delivery.subscriptionId, attempt.retry, -1);
-    return found;
-  };
-
   const insertAll = db.transaction((attempts: readonly ParkedAttempt[]) => {
     for (const attempt of attempts) insert.run(attempt.delivery.subscriptionId, attempt.dueAt, attempt.retry ? 1 : 0, JSON.stringify(attempt.delivery));
   });
@@ -125,24 +119,22 @@ export const openParkingLot = (file: string): ParkingLot => {
     insertAll(attempts);
   };
 
+  const take = (statement: Database.Statement, ...params: unknown[]): ParkedAttempt[] => {
+    written();
+    const found = (statement.all(...params) as Row[]).sort((a, b) => a.due_at - b.due_at || a.seq - b.seq).map(parked);
+    for (const attempt of found) counted(attempt.delivery.subscriptionId, attempt.retry, -1);
+    return found;
+  };
+
   return {
     park(attempts) {
       for (const attempt of attempts) counted(attempt.delivery.subscriptionId, attempt.retry, 1);
       unwritten.push(...attempts);
       writing ??= setImmediate(written);
     },
-    takeRetries(subscriptionId, until, limit) {
-      written();
-      return take(dueRetries, subscriptionId, until, limit);
-    },
-    takeFirsts(subscriptionId, limit) {
-      written();
-      return take(firstsOf, subscriptionId, limit);
-    },
-    takeAny(subscriptionId, limit) {
-      written();
-      return take(anyOf, subscriptionId, limit);
-    },
+    takeRetries: (subscriptionId, until, limit) => take(dueRetries, subscriptionId, until, limit),
+    takeFirsts: (subscriptionId, limit) => take(firstsOf, subscriptionId, limit),
+    takeAny: (subscriptionId, limit) => take(anyOf, subscriptionId, limit),
     drop(subscriptionId) {
       written();
       rows -= dropAll.run(subscriptionId).changes;

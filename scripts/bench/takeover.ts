@@ -23,7 +23,7 @@ import { deliveryStream } from '../../src/domain/delivery/ids.js';
 import type { NewEvent, RecordedEvent } from '../../src/log/event-log.js';
 import { openSqliteLog, type SqliteEventLog } from '../../src/log/sqlite.js';
 import { randomId } from '../../src/shared/ids.js';
-import { createDispatcher, type DeliveryRecords, type DispatcherDeps } from '../../src/webhooks/dispatch/dispatcher.js';
+import { createDispatcher, type DeliveryRecords, type Dispatcher, type DispatcherDeps } from '../../src/webhooks/dispatch/dispatcher.js';
 import { createHistoryIndexer, type HistoryIndexer } from '../../src/webhooks/dispatch/history-index.js';
 import { createRedisRetrySchedule } from '../../src/webhooks/dispatch/retry-schedule/redis.js';
 import type { SharedRetrySchedule } from '../../src/webhooks/dispatch/retry-schedule.js';
@@ -41,20 +41,20 @@ const gc = runInNewContext('gc') as () => void;
 
 const REDIS_PORT = 6398;
 const URL = `redis://127.0.0.1:${REDIS_PORT}`;
-const engine = engines({ kafka: 0, redis: REDIS_PORT });
-const WORKSPACE = 'w'.repeat(32);
-const SUBSCRIPTION = 't'.repeat(32);
+export const engine = engines({ kafka: 0, redis: REDIS_PORT });
+export const WORKSPACE = 'w'.repeat(32);
+export const SUBSCRIPTION = 't'.repeat(32);
 /** Every retry is due this long after its first attempt; the second dispatcher's clock runs this far ahead. */
 const RETRY_MS = 3_600_000;
 const BATCH = 1_000;
 /** Fan-outs under way at once. */
 const WINDOW = 256;
 
-const heapAfterGc = (): number => {
+export const heapAfterGc = (): number => {
   gc();
   return process.memoryUsage().heapUsed;
 };
-const mb = (bytes: number): number => round(bytes / 1024 / 1024, 0);
+export const mb = (bytes: number): number => round(bytes / 1024 / 1024, 0);
 
 interface TakeOver {
   readonly heapMb: number;
@@ -65,7 +65,7 @@ interface TakeOver {
 }
 
 /** What a run's two dispatchers share. */
-interface Run {
+export interface Run {
   readonly log: SqliteEventLog;
   readonly indexer: HistoryIndexer;
   readonly directory: SubscriptionDirectory;
@@ -74,7 +74,7 @@ interface Run {
 }
 
 /** A dispatcher of the run whose receiver, in process, answers `outcome` at once; its requests are counted in `sent`. */
-const dispatcherOf = (run: Run, outcome: AttemptOutcome, sent: { n: number }, deps: Partial<DispatcherDeps> = {}) =>
+export const dispatcherOf = (run: Run, outcome: AttemptOutcome, sent: { n: number }, deps: Partial<DispatcherDeps> = {}) =>
   createDispatcher({
     ...recordingDeps(run.log, run.directory, []),
     sender: { send: async (_request: DeliveryRequest) => ((sent.n += 1), outcome), close: async () => undefined } as never,
@@ -87,21 +87,29 @@ const dispatcherOf = (run: Run, outcome: AttemptOutcome, sent: { n: number }, de
     ...deps,
   });
 
-/**
- * A first dispatcher fans `events` events out to a receiver that refuses them all and stops once each
- * first attempt is recorded failed and the index has applied it. What it held is garbage once this returns.
- */
-const backlog = async (run: Run, events: number): Promise<void> => {
-  const { log, indexer } = run;
-  const refused = { n: 0 };
-  const first = dispatcherOf(run, { delivered: false, statusCode: 503, error: null, latencyMs: 1 }, refused);
-  first.start();
+/** What a dead receiver answers. */
+export const REFUSED: AttemptOutcome = { delivered: false, statusCode: 503, error: null, latencyMs: 1 };
+
+/** Appends `events` public events of the workspace and fans each out through `dispatcher`, WINDOW at a time. */
+export const fanOutMany = async (log: SqliteEventLog, dispatcher: Dispatcher, events: number): Promise<void> => {
   const appended: RecordedEvent[] = [];
   for (let n = 0; n < events; n += BATCH) {
     const batch: NewEvent[] = Array.from({ length: Math.min(BATCH, events - n) }, () => ({ id: randomId(), type: 'ticket.updated', workspaceId: WORKSPACE, data: { ticket_id: randomId() } }));
     appended.push(...(await log.append(`bench-${randomId()}`, batch, 'any')).records);
   }
-  for (let i = 0; i < appended.length; i += WINDOW) await Promise.all(appended.slice(i, i + WINDOW).map((event) => first.fanOut(event, event.position)));
+  for (let i = 0; i < appended.length; i += WINDOW) await Promise.all(appended.slice(i, i + WINDOW).map((event) => dispatcher.fanOut(event, event.position)));
+};
+
+/**
+ * A first dispatcher fans `events` events out to a receiver that refuses them all and stops once each
+ * first attempt is recorded failed and the index has applied it. What it held is garbage once this returns.
+ */
+export const backlog = async (run: Run, events: number): Promise<void> => {
+  const { log, indexer } = run;
+  const refused = { n: 0 };
+  const first = dispatcherOf(run, REFUSED, refused);
+  first.start();
+  await fanOutMany(log, first, events);
   while (refused.n < events) await sleep(100);
   await first.stop();
   await indexer.runner.waitFor(await log.headPosition());
@@ -109,8 +117,8 @@ const backlog = async (run: Run, events: number): Promise<void> => {
   if (waiting !== events) throw new Error(`${waiting} of ${events} deliveries waiting for their retry`);
 };
 
-/** One run on fresh data: the backlog built, then taken over with views of at most `waitingKept`. */
-const takeOver = async (events: number, waitingKept: number): Promise<TakeOver> => {
+/** `work` on a fresh SQLite log, delivery history index and shared schedule (keys of its own in the bench's Redis), all let go after it. */
+export const withRun = async <T>(work: (run: Run) => Promise<T>): Promise<T> => {
   const dir = mkdtempSync(path.join(tmpdir(), 'sp-bench-takeover-'));
   const log = openSqliteLog({ file: path.join(dir, 'events.sqlite'), durability: 'relaxed' });
   const prefix = `bench-${randomId()}:`;
@@ -121,30 +129,7 @@ const takeOver = async (events: number, waitingKept: number): Promise<TakeOver> 
     await indexer.start();
     await schedule.ready();
     const directory = await subscriptionsOf(log, WORKSPACE, [SUBSCRIPTION]);
-    const run: Run = { log, indexer, directory, records: recordsForKafka(log, index, () => indexer.pending()), schedule };
-    await backlog(run, events);
-    const before = heapAfterGc();
-    const delivered = { n: 0 };
-    const second = dispatcherOf(run, { delivered: true, statusCode: 200, error: null, latencyMs: 1 }, delivered, {
-      clock: () => (Date.now() + RETRY_MS + 1_000) * 1000,
-      waitingKept,
-    });
-    const started = performance.now();
-    // As a dispatcher role starts (what the index says waits, read whole, let go once offered).
-    await (async () => {
-      const pending = await indexer.pending();
-      await second.resume(pending.deliveries, pending.fannedOutThrough);
-    })();
-    const restoreMs = round(performance.now() - started, 0);
-    second.start();
-    let most = 0;
-    while (delivered.n < events) {
-      await sleep(250);
-      most = Math.max(most, heapAfterGc() - before);
-    }
-    const seconds = (performance.now() - started) / 1000;
-    await second.stop();
-    return { heapMb: mb(most), perS: round(events / seconds, 0), seconds: round(seconds, 1), restoreMs };
+    return await work({ log, indexer, directory, records: recordsForKafka(log, index, () => indexer.pending()), schedule });
   } finally {
     await schedule.close();
     await indexer.stop();
@@ -154,6 +139,37 @@ const takeOver = async (events: number, waitingKept: number): Promise<TakeOver> 
     rmSync(dir, { recursive: true, force: true });
   }
 };
+
+/** As a dispatcher role starts: what the index says waits, read whole, let go once offered. Resolves with how long that took (ms). */
+export const restart = async (run: Run, dispatcher: Dispatcher): Promise<number> => {
+  const started = performance.now();
+  const pending = await run.indexer.pending();
+  await dispatcher.resume(pending.deliveries, pending.fannedOutThrough);
+  return round(performance.now() - started, 0);
+};
+
+/** One run on fresh data: the backlog built, then taken over with views of at most `waitingKept`. */
+const takeOver = (events: number, waitingKept: number): Promise<TakeOver> =>
+  withRun(async (run) => {
+    await backlog(run, events);
+    const before = heapAfterGc();
+    const delivered = { n: 0 };
+    const second = dispatcherOf(run, { delivered: true, statusCode: 200, error: null, latencyMs: 1 }, delivered, {
+      clock: () => (Date.now() + RETRY_MS + 1_000) * 1000,
+      waitingKept,
+    });
+    const started = performance.now();
+    const restoreMs = await restart(run, second);
+    second.start();
+    let most = 0;
+    while (delivered.n < events) {
+      await sleep(250);
+      most = Math.max(most, heapAfterGc() - before);
+    }
+    const seconds = (performance.now() - started) / 1000;
+    await second.stop();
+    return { heapMb: mb(most), perS: round(events / seconds, 0), seconds: round(seconds, 1), restoreMs };
+  });
 
 export async function run({ long }: { long: boolean }): Promise<Record<string, number | string>> {
   const events = long ? 300_000 : 100_000;

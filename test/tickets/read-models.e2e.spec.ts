@@ -7,7 +7,6 @@ import { applier, type DocumentStore } from '../../projections/tickets-store.js'
 import { memoryDocumentStores } from '../../projections/tickets-store-memory.js';
 import type { TicketRow } from '../../projections/tickets.js';
 import { ticketView } from '../../src/tickets/views.js';
-import { loadConfig } from '../../src/config/config.js';
 import { startTestService, type TestService } from '../support/server.js';
 import { ticketId, uniqueEmail } from '../support/tickets-fixtures.js';
 

@@ -7,7 +7,7 @@
 import { expect } from 'chai';
 import type { RecordedEvent } from '../../src/log/event-log.js';
 import { startReceiver } from '../support/receiver.js';
-import { ADMIN_TOKEN, startTestService, type TestService } from '../support/server.js';
+import { ADMIN_TOKEN, startTestService } from '../support/server.js';
 import { FAST_RETRIES, closedAfterEach, emit, metricLines, eventIdOf, eventually, subscribe } from '../support/webhooks-dispatch.js';
 
 interface Backlog {

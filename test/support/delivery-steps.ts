@@ -1,12 +1,36 @@
 // A delivery's steps as the aggregate decides them, with the states they lead to: what a dispatcher
 // would record, for tests that build delivery streams or feed an index by hand; a subscription's
-// stream of them in the log, and random histories of such records (fast-check).
+// stream of them in the log, and random histories of such records (fast-check); an index of each
+// adapter to feed them to.
 import fc from 'fast-check';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Decided } from '../../src/domain/aggregate.js';
 import { deliveryAggregate, foldDeliveries, packSteps, type Delivery, type DeliveryCommand } from '../../src/domain/delivery/delivery.js';
 import { deliveryStream } from '../../src/domain/delivery/ids.js';
 import type { EventLog } from '../../src/log/event-log.js';
+import { openSqliteLog, type SqliteEventLog } from '../../src/log/sqlite.js';
 import { DELIVERY_INDEX_TYPES, type DeliveryIndex } from '../../projections/deliveries-index.js';
+import { createMemoryDeliveryIndex } from '../../projections/deliveries-index-memory.js';
+import { openRedisDeliveryIndex } from '../../projections/deliveries-index-redis.js';
+import { openSqliteDeliveryIndex } from '../../projections/deliveries-index-sqlite.js';
+
+const redisUrl = process.env['REDIS_URL'];
+/** The index adapters a test runs against: Redis with REDIS_URL. */
+export const INDEX_ADAPTERS = ['sqlite', 'memory', ...(redisUrl === undefined ? [] : ['redis' as const])] as const;
+
+/** An index of `adapter` for a test folder (Redis: keys of their own), bound to its stored data as its runner does before the first apply. */
+export const openIndex = async (adapter: (typeof INDEX_ADAPTERS)[number], dir: string): Promise<DeliveryIndex> => {
+  const index =
+    adapter === 'sqlite'
+      ? openSqliteDeliveryIndex({ file: join(dir, 'history.sqlite') })
+      : adapter === 'memory'
+        ? createMemoryDeliveryIndex()
+        : openRedisDeliveryIndex({ url: redisUrl as string, keyPrefix: `test:${Math.random().toString(16).slice(2)}:` });
+  await index.checkpoint();
+  return index;
+};
 
 export interface ScheduleOptions {
   readonly eventType?: string;
@@ -142,4 +166,37 @@ export const appendHistory = async (records: ReturnType<typeof deliveryRecords>,
     }
     await records.append(decided);
   }
+};
+
+export interface IndexedLog {
+  log: SqliteEventLog;
+  index: DeliveryIndex;
+  feed: ReturnType<typeof indexFeeder>;
+  /** Subscription `s`'s stream deleted and the index emptied, as at the start (a property's next run). */
+  reset(): Promise<void>;
+}
+
+/** Registers hooks in the calling describe: for each test a fresh SQLite log, an index of `adapter` and its feeder, in a folder of its own, all let go after it. */
+export const indexedLog = (adapter: (typeof INDEX_ADAPTERS)[number]): IndexedLog => {
+  let dir = '';
+  const world = {
+    async reset() {
+      await world.log.deleteStream(deliveryStream('s'));
+      await world.index.clear();
+      await world.index.checkpoint();
+      world.feed.reset();
+    },
+  } as IndexedLog;
+  beforeEach(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'sp-indexed-log-'));
+    world.log = openSqliteLog({ file: join(dir, 'events.sqlite'), durability: 'relaxed' });
+    world.index = await openIndex(adapter, dir);
+    world.feed = indexFeeder(world.log, world.index);
+  });
+  afterEach(async () => {
+    await world.index.clear();
+    await Promise.all([world.log.close(), world.index.close()]);
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return world;
 };

@@ -22,55 +22,23 @@ import { driveReplay } from '../../src/webhooks/dispatch/replay-driver.js';
 import type { DeliveryRequest } from '../../src/webhooks/sender.js';
 import type { SubscriptionDirectory } from '../../src/webhooks/subscriptions.js';
 import { DELIVERY_INDEX_TYPES, type DeliveryIndex } from '../../projections/deliveries-index.js';
-import { createMemoryDeliveryIndex } from '../../projections/deliveries-index-memory.js';
-import { openRedisDeliveryIndex } from '../../projections/deliveries-index-redis.js';
 import { openSqliteDeliveryIndex } from '../../projections/deliveries-index-sqlite.js';
-import { appendHistory, deliveryRecords, deliverySteps, historyRecords, indexFeeder, watched, wholeStream, type StreamRead } from '../support/delivery-steps.js';
+import { appendHistory, deliveryRecords, deliverySteps, historyRecords, INDEX_ADAPTERS, indexedLog, watched, wholeStream, type StreamRead } from '../support/delivery-steps.js';
 import { currentReplay, oneSubscription, recordDelivery, recordingDeps, requestReplay } from '../support/dispatcher-fixture.js';
 import { eventually, settle } from '../support/webhooks-dispatch.js';
 
-const redisUrl = process.env['REDIS_URL'];
-const ADAPTERS = ['sqlite', 'memory', ...(redisUrl === undefined ? [] : ['redis' as const])] as const;
-
-/** An index of `adapter` for a test folder (Redis: keys of their own), bound to its stored data as its runner does before the first apply. */
-const openIndex = async (adapter: (typeof ADAPTERS)[number], dir: string): Promise<DeliveryIndex> => {
-  const index =
-    adapter === 'sqlite'
-      ? openSqliteDeliveryIndex({ file: join(dir, 'history.sqlite') })
-      : adapter === 'memory'
-        ? createMemoryDeliveryIndex()
-        : openRedisDeliveryIndex({ url: redisUrl as string, keyPrefix: `test:${Math.random().toString(16).slice(2)}:` });
-  await index.checkpoint();
-  return index;
-};
-
-for (const adapter of ADAPTERS) {
+for (const adapter of INDEX_ADAPTERS) {
   describe(`a subscription's deliveries looked up by id for a replay (${adapter} index, real SQLite log)`, () => {
-    let dir: string;
-    let log: SqliteEventLog;
-    let index: DeliveryIndex;
-    let feed: ReturnType<typeof indexFeeder>;
-
-    beforeEach(async () => {
-      dir = mkdtempSync(join(tmpdir(), 'replay-lookup-'));
-      log = openSqliteLog({ file: join(dir, 'events.sqlite'), durability: 'relaxed' });
-      index = await openIndex(adapter, dir);
-      feed = indexFeeder(log, index);
-    });
-    afterEach(async () => {
-      await index.clear();
-      await Promise.all([log.close(), index.close()]);
-      rmSync(dir, { recursive: true, force: true });
-    });
+    const world = indexedLog(adapter);
 
     it('reads only the records after what the index applied, and finds what only they hold', async () => {
-      const records = deliveryRecords(log);
+      const records = deliveryRecords(world.log);
       for (let i = 0; i < 40; i++) await records.append([...records.schedule(`d${i}`), ...records.attempt(`d${i}`, i % 3 === 0 ? 'failed' : 'delivered')]);
-      await feed.applyNext(30);
-      const reads = watched(log);
-      const found = await deliveriesNow(index, reads.log, 's', ['d3', 'd35', 'nowhere']);
+      await world.feed.applyNext(30);
+      const reads = watched(world.log);
+      const found = await deliveriesNow(world.index, reads.log, 's', ['d3', 'd35', 'nowhere']);
       expect(reads.from).to.deep.equal([30]);
-      const whole = await wholeStream(log);
+      const whole = await wholeStream(world.log);
       expect([...found.keys()].sort()).to.deep.equal(['d3', 'd35']);
       expect(found.get('d3')).to.deep.equal(whole.get('d3'));
       expect(found.get('d35')).to.deep.equal(whole.get('d35'));
@@ -80,18 +48,15 @@ for (const adapter of ADAPTERS) {
       const round = fc.record({ steps: historyRecords, indexed: fc.nat(8), asked: fc.array(fc.nat(), { maxLength: 6 }) });
       await fc.assert(
         fc.asyncProperty(fc.array(round, { minLength: 1, maxLength: 5 }), async (rounds) => {
-          await log.deleteStream(deliveryStream('s'));
-          await index.clear();
-          await index.checkpoint();
-          feed.reset();
-          const records = deliveryRecords(log);
+          await world.reset();
+          const records = deliveryRecords(world.log);
           let scheduled = 0;
           for (const { steps, indexed, asked } of rounds) {
             await appendHistory(records, steps, () => `d${(scheduled += 1)}`);
-            await feed.applyNext(indexed);
+            await world.feed.applyNext(indexed);
             const ids = [...new Set(asked.map((n) => `d${(n % (scheduled + 2)) + 1}`))];
-            const whole = await wholeStream(log);
-            const found = await deliveriesNow(index, log, 's', ids);
+            const whole = await wholeStream(world.log);
+            const found = await deliveriesNow(world.index, world.log, 's', ids);
             expect([...found.keys()].sort()).to.deep.equal(ids.filter((id) => whole.has(id)).sort());
             for (const [id, delivery] of found) expect(delivery, id).to.deep.equal(whole.get(id));
           }
@@ -101,13 +66,13 @@ for (const adapter of ADAPTERS) {
     });
 
     it('does not find a delivery the index pruned past the retention (the log still has it)', async () => {
-      const records = deliveryRecords(log);
+      const records = deliveryRecords(world.log);
       // Fanned out and past the checkpoint, as a settled delivery must be to be pruned.
       await records.append([...records.schedule('old', { fannedOutThrough: 5 }), ...records.attempt('old', 'failed')]);
-      await feed.applyNext();
-      expect(await index.prune(1_000, 100)).to.equal(1);
-      expect([...(await deliveriesNow(index, log, 's', ['old'])).keys()]).to.deep.equal([]);
-      expect((await wholeStream(log)).get('old')?.status).to.equal('failed');
+      await world.feed.applyNext();
+      expect(await world.index.prune(1_000, 100)).to.equal(1);
+      expect([...(await deliveriesNow(world.index, world.log, 's', ['old'])).keys()]).to.deep.equal([]);
+      expect((await wholeStream(world.log)).get('old')?.status).to.equal('failed');
     });
   });
 }

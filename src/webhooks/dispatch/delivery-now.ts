@@ -1,11 +1,12 @@
 // Deliveries as the log has them now, read from the delivery-history index and the records the index
 // had not applied yet when it was read (a few, while it keeps up), never the subscription's whole
 // history: one for a manual retry on an API server and a dispatcher taking over a delivery it did not
-// hold; several for a replay looking up each page of events.
+// hold; several for a replay looking up each page of events; all those waiting, a page at a time, for
+// a deactivation.
 import { DELIVERY_RECORD_TYPES, deliveryAggregate, unpackSteps, type Delivery } from '../../domain/delivery/delivery.js';
 import { deliveryStream } from '../../domain/delivery/ids.js';
 import type { EventLog } from '../../log/event-log.js';
-import type { DeliveryAsOf, DeliveryHistoryReader, WaitingReader } from '../../../projections/deliveries-index.js';
+import type { DeliveryAsOf, DeliveryHistoryReader, HistoryKey, WaitingReader } from '../../../projections/deliveries-index.js';
 
 /** Undefined when the index does not have it (unknown, or past retention); `position` is the last record folded in. */
 export const deliveryNow = async (history: DeliveryHistoryReader, log: EventLog, subscriptionId: string, deliveryId: string): Promise<DeliveryAsOf | undefined> => {
@@ -52,3 +53,32 @@ export const deliveriesNow = async (
   }
   return found;
 };
+
+/**
+ * The subscription's waiting deliveries, at most `size` at a time, however many: first those the
+ * stream's records after what the index applied touch (a few, while it keeps up), as the log has them
+ * now, then the others from the index's pages of waiting ones, newest first. What is recorded while
+ * the pages are read may not show: a delivery settled meanwhile may come as waiting (cancelling it
+ * again changes nothing), one scheduled meanwhile may not come.
+ */
+export async function* waitingNow(
+  index: DeliveryHistoryReader & Pick<WaitingReader, 'appliedOf'>,
+  log: EventLog,
+  subscriptionId: string,
+  size: number,
+): AsyncGenerator<readonly Delivery[]> {
+  const { revision } = await index.appliedOf(subscriptionId);
+  const since = await log.readStream(deliveryStream(subscriptionId), revision + 1);
+  const touched = [...new Set(since.flatMap(unpackSteps).map((step) => String(step.data['delivery_id'])))];
+  for (let i = 0; i < touched.length; i += size) {
+    const found = await deliveriesNow(index, log, subscriptionId, touched.slice(i, i + size));
+    yield [...found.values()].filter((delivery) => delivery.status === 'waiting');
+  }
+  // The index may have them as they were before those records.
+  const answered = new Set(touched);
+  for (let after: HistoryKey | null | undefined; after !== null; ) {
+    const page = await index.page({ subscriptionId, status: 'waiting', limit: size, ...(after === undefined ? {} : { after }) });
+    yield page.items.filter((delivery) => !answered.has(delivery.id));
+    after = page.next;
+  }
+}

@@ -108,6 +108,8 @@ export interface DeliveryRecords {
   readonly seeds?: WaitingReader;
   /** A look-up of the subscription's deliveries by id, for a replay paging through its events. */
   lookup(subscriptionId: string): Promise<DeliveryLookup>;
+  /** The subscription's waiting deliveries, at most `size` at a time, however many wait (a deactivation cancels them). */
+  waitingPages(subscriptionId: string, size: number): AsyncIterable<readonly Delivery[]>;
 }
 
 /**
@@ -130,6 +132,10 @@ export const recordsFromLog = (log: EventLog): DeliveryRecords => ({
   async lookup(subscriptionId) {
     const all = foldDeliveries(await log.readStream(deliveryStream(subscriptionId)));
     return async (deliveryIds) => new Map(deliveryIds.flatMap((id) => (all.has(id) ? [[id, all.get(id) as Delivery] as const] : [])));
+  },
+  async *waitingPages(subscriptionId, size) {
+    const waiting = [...foldDeliveries(await log.readStream(deliveryStream(subscriptionId))).values()].filter((delivery) => delivery.status === 'waiting');
+    for (let i = 0; i < waiting.length; i += size) yield waiting.slice(i, i + size);
   },
 });
 
@@ -337,20 +343,21 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
     if (existing(workspaceId, subscriptionId) === undefined) await log.deleteStream(stream);
   };
 
-  const apply = async (p: Pending, command: DeliveryCommand): Promise<void> => {
+  const apply = async (p: Pending, command: DeliveryCommand, urgent = false): Promise<void> => {
     const events = decided(command, p.delivery);
     p.delivery = fold(p.delivery, events);
-    await record(p.workspaceId, p.delivery.subscriptionId, events);
+    await record(p.workspaceId, p.delivery.subscriptionId, events, urgent);
   };
 
   /**
    * Recorded before the entry leaves the schedule: killed in between, the log says cancelled and the
    * entry left behind finds nothing waiting when taken. (The other way round, the log said waiting
-   * with no entry to attempt it until a restart.)
+   * with no entry to attempt it until a restart.) `urgent`: written at the next turn, with the others
+   * cancelled in this one, not at the recorder's next interval.
    */
-  const cancel = async (p: Pending, reason: string): Promise<void> => {
+  const cancel = async (p: Pending, reason: string, urgent = false): Promise<void> => {
     forget(p);
-    await apply(p, { kind: 'cancel', reason, at: clock() });
+    await apply(p, { kind: 'cancel', reason, at: clock() }, urgent);
     await schedule.remove(p.delivery.id, p.delivery.round);
   };
 
@@ -426,10 +433,10 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
 
   /**
    * The subscription's waiting deliveries, read incrementally (the hot path of a shared schedule);
-   * null when it has too many to keep (`all`: however many).
+   * null when it has too many to keep.
    */
-  const readWaiting = async (subscriptionId: string, all = false): Promise<WaitingView | null> => {
-    const view = await (all ? waiting.readAll(subscriptionId) : waiting.read(subscriptionId));
+  const readWaiting = async (subscriptionId: string): Promise<WaitingView | null> => {
+    const view = await waiting.read(subscriptionId);
     if (view !== null && view.position > 0) await subscriptions.waitFor(view.position);
     return view;
   };
@@ -495,13 +502,6 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
     if (entry.ownPut !== true || p === undefined || p.delivery.round !== entry.round) return undefined;
     track(p);
     return p;
-  };
-
-  /** A shared schedule's waiting deliveries are held by no dispatcher until claimed: each one reads them from the log. */
-  const holdWaiting = async (subscriptionId: string): Promise<void> => {
-    const { deliveries, workspaceId } = (await readWaiting(subscriptionId, true)) as WaitingView;
-    if (workspaceId === null) return;
-    for (const delivery of deliveries.values()) if (delivery.status === 'waiting') hold(delivery, workspaceId);
   };
 
   /**
@@ -758,13 +758,31 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
     },
 
     async subscriptionDeactivated(subscriptionId, position) {
-      if (shared) await holdWaiting(subscriptionId);
+      // A batch at a time, each batch's together: a cancellation waits for its record to be durable
+      // (the recorder's next write), so one at a time they went at one a write.
       const cancelHeld = async (): Promise<void> => {
-        for (const id of [...(bySubscription.get(subscriptionId) ?? [])]) {
-          const p = pending.get(id);
-          if (p !== undefined && !p.inFlight && p.delivery.eventPosition < position) await cancel(p, 'subscription_inactive');
+        const ids = [...(bySubscription.get(subscriptionId) ?? [])];
+        for (let i = 0; i < ids.length; i += PARKING_BATCH) {
+          const due = ids.slice(i, i + PARKING_BATCH).flatMap((id) => {
+            const p = pending.get(id);
+            return p !== undefined && !p.inFlight && p.delivery.eventPosition < position ? [p] : [];
+          });
+          await Promise.all(due.map((p) => cancel(p, 'subscription_inactive', true)));
         }
       };
+      // A shared schedule's waiting deliveries are held by no dispatcher until claimed: each one reads
+      // them, a page at a time, and cancels what it read before it reads on (memory follows the page).
+      if (shared) {
+        // The directory must know the subscription before a record is written: it was created before its deactivation.
+        await subscriptions.waitFor(position);
+        const workspaceId = subscriptions.workspaceOf(subscriptionId);
+        if (workspaceId !== undefined) {
+          for await (const page of records.waitingPages(subscriptionId, PARKING_BATCH)) {
+            for (const delivery of page) if (delivery.status === 'waiting') hold(delivery, workspaceId);
+            await cancelHeld();
+          }
+        }
+      }
       await cancelHeld();
       // The parked ones a batch at a time, so that holding them never costs more than a batch (an
       // attempt taken meanwhile finds the subscription inactive and cancels it the same way).

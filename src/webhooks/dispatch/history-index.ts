@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { createProjectionRunner, ProjectionReset, type ProjectionRunner } from '../../app/projection-runner.js';
 import type { MicrosClock } from '../../log/clock.js';
 import type { EventLog } from '../../log/event-log.js';
-import { deliveriesNow, deliveryNow } from './delivery-now.js';
+import { deliveriesNow, deliveryNow, waitingNow } from './delivery-now.js';
 import type { DeliveryRecords } from './dispatcher.js';
 import { DELIVERY_INDEX_TYPES, type DeliveryHistoryReader, type DeliveryIndex, type PendingDeliveries, type WaitingReader } from '../../../projections/deliveries-index.js';
 
@@ -36,6 +36,7 @@ export const recordsFromIndex = (log: EventLog, index: DeliveryHistoryReader & W
   current: (subscriptionId, deliveryId) => deliveryNow(index, log, subscriptionId, deliveryId),
   seeds: index,
   lookup: async (subscriptionId) => (deliveryIds) => deliveriesNow(index, log, subscriptionId, deliveryIds),
+  waitingPages: (subscriptionId, size) => waitingNow(index, log, subscriptionId, size),
 });
 
 export const createHistoryIndexer = (

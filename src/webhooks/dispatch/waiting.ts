@@ -11,9 +11,9 @@
 //
 // With the index, a subscription with more than `maxKept` waiting (a receiver down for hours) is not
 // kept: the take-overs of its attempts read just the deliveries they take instead (`read` gives
-// null), so a dispatcher's memory does not follow a dead receiver's backlog. Those who need every waiting
-// delivery (a deactivation, a replay looking at its own every 20 ms) ask with `readAll`, which keeps
-// the view while they keep asking.
+// null), so a dispatcher's memory does not follow a dead receiver's backlog. A replay looking at its
+// own every 20 ms needs every waiting delivery: it asks with `readAll`, which keeps the view while it
+// keeps asking. (A deactivation reads the index a page at a time instead: DeliveryRecords.waitingPages.)
 import { performance } from 'node:perf_hooks';
 import { deliveryAggregate, unpackSteps, type Delivery } from '../../domain/delivery/delivery.js';
 import { deliveryStream } from '../../domain/delivery/ids.js';

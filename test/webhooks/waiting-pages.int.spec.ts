@@ -1,0 +1,68 @@
+// What a deactivation reads of a subscription's waiting deliveries in the distributed mode: pages of
+// them from the delivery-history index, after those the stream's records past what the index applied
+// touch (delivery-now.ts `waitingNow`), against each index adapter (Redis with REDIS_URL) on the real
+// SQLite log: every delivery the whole stream has waiting, once, as the stream has it, in pages no
+// larger than asked, reading only the records after what the index applied.
+import { expect } from 'chai';
+import fc from 'fast-check';
+import type { Delivery } from '../../src/domain/delivery/delivery.js';
+import type { EventLog } from '../../src/log/event-log.js';
+import { waitingNow } from '../../src/webhooks/dispatch/delivery-now.js';
+import type { DeliveryIndex } from '../../projections/deliveries-index.js';
+import { appendHistory, deliveryRecords, historyRecords, INDEX_ADAPTERS, indexedLog, watched, wholeStream } from '../support/delivery-steps.js';
+
+/** Every page `waitingNow` yields. */
+const pagesOf = async (index: DeliveryIndex, log: EventLog, size: number): Promise<(readonly Delivery[])[]> => {
+  const pages: (readonly Delivery[])[] = [];
+  for await (const page of waitingNow(index, log, 's', size)) pages.push(page);
+  return pages;
+};
+
+for (const adapter of INDEX_ADAPTERS) {
+  describe(`a subscription's waiting deliveries read a page at a time (${adapter} index, real SQLite log)`, () => {
+    const world = indexedLog(adapter);
+
+    it('pages through the index and reads only the records after what it applied', async () => {
+      const records = deliveryRecords(world.log);
+      for (let i = 0; i < 25; i++) await records.append([...records.schedule(`d${i}`), ...(i % 5 === 0 ? records.attempt(`d${i}`, 'delivered') : [])]);
+      await world.feed.applyNext();
+      // After what the index applied: one settled, one scheduled.
+      await records.append(records.attempt('d3', 'delivered'));
+      await records.append(records.schedule('late'));
+      const reads = watched(world.log);
+      const pages = await pagesOf(world.index, reads.log, 4);
+      expect(reads.from.filter((from) => from < 25), 'no read from before what the index applied').to.deep.equal([]);
+      expect(pages.every((page) => page.length <= 4)).to.equal(true);
+      const ids = pages.flat().map((delivery) => delivery.id);
+      const waiting = [...(await wholeStream(world.log)).values()].filter((delivery) => delivery.status === 'waiting').map((delivery) => delivery.id);
+      expect(ids.slice().sort()).to.deep.equal(waiting.sort());
+      expect(pages[0]?.map((delivery) => delivery.id), 'what only the later records hold comes first').to.deep.equal(['late']);
+      expect(ids).to.not.include('d3');
+      expect(pages.length, 'the index read in pages').to.be.greaterThan(4);
+    });
+
+    it('yields every waiting delivery once, as the whole stream has it, whatever the index has applied (property)', async () => {
+      const round = fc.record({ steps: historyRecords, indexed: fc.nat(8), size: fc.integer({ min: 1, max: 4 }) });
+      await fc.assert(
+        fc.asyncProperty(fc.array(round, { minLength: 1, maxLength: 5 }), async (rounds) => {
+          await world.reset();
+          const records = deliveryRecords(world.log);
+          let scheduled = 0;
+          for (const { steps, indexed, size } of rounds) {
+            await appendHistory(records, steps, () => `d${(scheduled += 1)}`);
+            await world.feed.applyNext(indexed);
+            const pages = await pagesOf(world.index, world.log, size);
+            expect(pages.every((page) => page.length <= size)).to.equal(true);
+            const yielded = pages.flat();
+            expect(new Set(yielded.map((delivery) => delivery.id)).size, 'each once').to.equal(yielded.length);
+            const whole = await wholeStream(world.log);
+            const waiting = [...whole.values()].filter((delivery) => delivery.status === 'waiting');
+            expect(yielded.map((delivery) => delivery.id).sort()).to.deep.equal(waiting.map((delivery) => delivery.id).sort());
+            for (const delivery of yielded) expect(delivery, delivery.id).to.deep.equal(whole.get(delivery.id));
+          }
+        }),
+        { numRuns: 30 },
+      );
+    });
+  });
+}

@@ -7,33 +7,28 @@
 // In each mode a dispatcher's first attempts are all refused, their retries due an hour later, then
 // it is told of the deactivation and cancels them all. Embedded: the dispatcher of the embedded
 // default, its own schedule, the retries waiting in its parking lot (PARKING_LIMITS). Distributed: the
-// backlog built as in the takeover bench (scripts/bench/takeover.ts), then a second dispatcher
-// sharing the retry schedule in Redis, started from the delivery history index as a dispatcher role
-// starts, cancels them; the index is not kept current meanwhile (a role keeps it in a thread of its
-// own, the bench on this event loop). Figures: the time until every delivery is recorded cancelled, its rate against
-// the ceiling (the log appending the same cancellation records, a thousand to an append), the heap
-// retained meanwhile (after a full GC, sampled every 250 ms, the most over the heap before), and the
-// longest the event loop was held (the sampling's own GCs left out): the dispatcher sends the other
-// subscriptions' deliveries meanwhile.
+// backlog left by a first dispatcher (backlog-kit.ts), then a second one sharing the retry schedule
+// in Redis, started from the delivery history index as a dispatcher role starts, cancels them; the
+// index is not kept current meanwhile (a role keeps it in a thread of its own, the bench on this
+// event loop). Figures: the time until every delivery is recorded cancelled, its rate against the
+// ceiling (the log appending the same cancellation records, a thousand to an append), the heap
+// retained meanwhile and the longest the event loop was held (backlog-kit.ts watchLoop): the
+// dispatcher sends the other subscriptions' deliveries meanwhile.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { foldDeliveries } from '../../src/domain/delivery/delivery.js';
+import { foldDeliveries, packSteps } from '../../src/domain/delivery/delivery.js';
 import { deliveryStream } from '../../src/domain/delivery/ids.js';
 import { openSqliteLog, type SqliteEventLog } from '../../src/log/sqlite.js';
 import { createDispatcher, type Dispatcher } from '../../src/webhooks/dispatch/dispatcher.js';
 import { openParkingLot, PARKING_LIMITS } from '../../src/webhooks/dispatch/parking.js';
 import type { DeliveryRequest } from '../../src/webhooks/sender.js';
-import { recordingDeps, subscriptionsOf } from '../../test/support/dispatcher-fixture.js';
-import { packSteps } from '../../src/domain/delivery/delivery.js';
 import { randomId } from '../../src/shared/ids.js';
+import { recordingDeps, subscriptionsOf } from '../../test/support/dispatcher-fixture.js';
+import { backlog, dispatcherOf, engine, fanOutMany, heapAfterGc, REFUSED, restart, SUBSCRIPTION, watchLoop, WORKSPACE, withRun, type Run } from './backlog-kit.js';
 import { round } from './fanout.js';
-import { backlog, dispatcherOf, engine, fanOutMany, heapAfterGc, mb, REFUSED, restart, SUBSCRIPTION, WORKSPACE, withRun, type Run } from './takeover.js';
 
-const SAMPLE_EVERY_MS = 10;
-/** Heap sampled every this many ticks. */
-const HEAP_EVERY = 25;
 /** Cancellations to an append in the ceiling. */
 const CEILING_BATCH = 1_000;
 
@@ -44,33 +39,14 @@ interface Deactivation {
   readonly loopHeldMaxMs: number;
 }
 
-/** The longest gap between ticks of the event loop, a full GC's own time left out, and the most heap retained over `before`, until stopped. */
-const watchLoop = (before: number) => {
-  let last = performance.now();
-  let ticks = 0;
-  let heldMs = 0;
-  let heap = 0;
-  const timer = setInterval(() => {
-    heldMs = Math.max(heldMs, performance.now() - last - SAMPLE_EVERY_MS);
-    if (++ticks % HEAP_EVERY === 0) heap = Math.max(heap, heapAfterGc() - before);
-    last = performance.now();
-  }, SAMPLE_EVERY_MS);
-  return {
-    stop() {
-      clearInterval(timer);
-      return { heldMs: round(heldMs, 0), heap };
-    },
-  };
-};
-
 /** Tells `dispatcher` of the deactivation of SUBSCRIPTION (every delivery's event before it) and measures it until it is done. */
 const measured = async (dispatcher: Dispatcher, position: number, events: number): Promise<Deactivation> => {
   const watch = watchLoop(heapAfterGc());
   const started = performance.now();
   await dispatcher.subscriptionDeactivated(SUBSCRIPTION, position);
   const seconds = (performance.now() - started) / 1000;
-  const { heldMs, heap } = watch.stop();
-  return { seconds: round(seconds, 1), perS: round(events / seconds, 0), heapMb: mb(heap), loopHeldMaxMs: heldMs };
+  const { heldMs, heapMb } = watch.stop();
+  return { seconds: round(seconds, 1), perS: round(events / seconds, 0), heapMb, loopHeldMaxMs: heldMs };
 };
 
 const expectCancelled = async (log: SqliteEventLog, events: number): Promise<void> => {

@@ -30,6 +30,8 @@ export const createMemoryDeliveryIndex = (): DeliveryIndex => {
   let checkpoint: IndexCheckpoint = { position: 0, fannedOutThrough: 0 };
   /** Per subscription and replay, its deliveries by status, kept as they change. */
   const byReplay = new Map<string, ReturnType<typeof noDeliveries>>();
+  /** Per subscription and replay, the ids of its deliveries waiting never attempted. */
+  const firstsBy = new Map<string, Set<string>>();
   const replayKey = (subscriptionId: string, replayId: string): string => `${subscriptionId}/${replayId}`;
   /** Per subscription, the ids of its waiting deliveries, and the last record of its stream applied. */
   const waitingBy = new Map<string, Set<string>>();
@@ -43,6 +45,10 @@ export const createMemoryDeliveryIndex = (): DeliveryIndex => {
     if (delivery.history.length > 0) counts.attempted += by;
     if (Object.values(counts).every((n) => n === 0)) byReplay.delete(key);
     else byReplay.set(key, counts);
+    if (delivery.status !== 'waiting' || delivery.history.length > 0) return;
+    const firsts = firstsBy.get(key) ?? new Set<string>();
+    if (by > 0) firstsBy.set(key, firsts.add(delivery.id));
+    else if (firsts.delete(delivery.id) && firsts.size === 0) firstsBy.delete(key);
   };
 
   const put = (entry: IndexedDelivery): void => {
@@ -110,6 +116,10 @@ export const createMemoryDeliveryIndex = (): DeliveryIndex => {
     async appliedOf(subscriptionId) {
       return { revision: applied.get(subscriptionId)?.revision ?? -1, waiting: waitingBy.get(subscriptionId)?.size ?? 0 };
     },
+    async replayFirsts(subscriptionId, replayId) {
+      const ids = [...(firstsBy.get(replayKey(subscriptionId, replayId)) ?? [])];
+      return { deliveries: ids.map((id) => (byId.get(id) as IndexedDelivery).delivery), position: checkpoint.position };
+    },
     async replayOutcomes(subscriptionId, replayId) {
       return { ...(byReplay.get(replayKey(subscriptionId, replayId)) ?? noDeliveries()) };
     },
@@ -162,6 +172,7 @@ export const createMemoryDeliveryIndex = (): DeliveryIndex => {
       byId.clear();
       bySubscription.clear();
       byReplay.clear();
+      firstsBy.clear();
       waitingBy.clear();
       applied.clear();
       checkpoint = { position: 0, fannedOutThrough: 0 };

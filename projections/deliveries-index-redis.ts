@@ -86,6 +86,7 @@ local function drop(id)
     local replay = prefix .. 'r:' .. d.subscriptionId .. ':' .. d.replayId
     redis.call('SREM', replay .. ':st:' .. d.status, id)
     redis.call('SREM', replay .. ':attempted', id)
+    redis.call('SREM', replay .. ':firsts', id)
   end
   redis.call('HDEL', docs, id)
   redis.call('HDEL', ws, id)
@@ -118,7 +119,10 @@ return out`,
   // then per delivery: id, subscription, workspace, status, stored status ('' when new), event type,
   // event position, created_at, replay id ('' for a live delivery), attempted ('1' or '0'), JSON. Returns 'reset',
   // 'moved' (another writer got there first: nothing written) or 'ok'. A replay's deliveries are also
-  // in a set per status and one of those attempted, for its counts.
+  // in a set per status and one of those attempted, for its counts, and those waiting never attempted
+  // in one more, `firsts`, by which its driver paces itself. (Kept from release 2026-11-30 on, without a
+  // rebuild: a replay's delivery scheduled before then and not attempted by then is never in it, a few
+  // at most, which its driver's pacing misses once; a restart offers every waiting delivery to the schedule anyway.)
   historyApply: `
 if redis.call('GET', epoch) ~= ARGV[2] then return 'reset' end
 if (redis.call('HGET', meta, 'position') or '0') ~= ARGV[3] then return 'moved' end
@@ -132,6 +136,7 @@ for i = 8 + 2 * moved, #ARGV, 11 do
     if was ~= '' and was ~= status then redis.call('SREM', base .. ':st:' .. was, id) end
     redis.call('SADD', base .. ':st:' .. status, id)
     if attempted == '1' then redis.call('SADD', base .. ':attempted', id) end
+    if status == 'waiting' and attempted == '0' then redis.call('SADD', base .. ':firsts', id) else redis.call('SREM', base .. ':firsts', id) end
   end
   -- A delivery's subscription, event type, creation time and workspace never change: a stored one
   -- moves only between the sets of its status, and only when its status changed.
@@ -198,6 +203,12 @@ return withDocs({ 'ok', page[1] }, page[2])`,
 if redis.call('GET', epoch) ~= ARGV[2] then return { 'reset' } end
 local fanned = redis.call('HGET', meta, 'fanned') or '0'
 return withDocs({ 'ok', fanned }, redis.call('ZRANGEBYSCORE', ahead, '(' .. fanned, '+inf'))`,
+
+  // ARGV: prefix, subscription, replay. Returns the checkpoint's position, then the JSON of each of the replay's deliveries waiting never attempted.
+  historyReplayFirsts: `
+local out = { redis.call('HGET', meta, 'position') or '0' }
+for _, id in ipairs(redis.call('SMEMBERS', prefix .. 'r:' .. ARGV[2] .. ':' .. ARGV[3] .. ':firsts')) do out[#out + 1] = redis.call('HGET', docs, id) end
+return out`,
 
   // ARGV: prefix, subscription. Returns its last record applied ('' when none), then the JSON of each of its waiting deliveries.
   historyWaitingOf: `
@@ -421,6 +432,10 @@ export const createRedisDeliveryIndex = (options: RedisDeliveryIndexOptions): De
       const [last, ...docs] = (await reach(() => client.historyWaitingOf(...keys, prefix, subscriptionId))) as [string, ...(string | null)[]];
       const deliveries = docs.flatMap((json) => (typeof json === 'string' ? [JSON.parse(json) as Delivery] : []));
       return { ...appliedRecordOf(last), deliveries };
+    },
+    async replayFirsts(subscriptionId, replayId) {
+      const [position, ...docs] = (await reach(() => client.historyReplayFirsts(...keys, prefix, subscriptionId, replayId))) as [string, ...(string | null)[]];
+      return { deliveries: docs.flatMap((json) => (typeof json === 'string' ? [JSON.parse(json) as Delivery] : [])), position: Number(position) };
     },
     async appliedOf(subscriptionId) {
       const replies = await reach(() => client.multi().hget(keys[7] as string, subscriptionId).zcard(`${prefix}s:${subscriptionId}:st:waiting`).exec());

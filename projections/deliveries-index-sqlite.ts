@@ -201,6 +201,15 @@ const historyReads = (db: Database.Database): Omit<SqliteDeliveryHistory, 'close
       });
       return read.deferred();
     },
+    async replayFirsts(subscriptionId, replayId) {
+      // One read transaction: the rows and the checkpoint of the same commit.
+      const read = db.transaction(() => {
+        const sql = "SELECT json FROM deliveries INDEXED BY d_replay WHERE replay = ? AND sub = ? AND status = 'waiting' AND attempted = 0";
+        const rows = prepared(sql).pluck().all(replayId, subscriptionId) as string[];
+        return { deliveries: rows.map(deliveryOf), position: prepared('SELECT position FROM meta').pluck().get() as number };
+      });
+      return read.deferred();
+    },
     async appliedOf(subscriptionId) {
       const read = db.transaction(() => ({
         revision: (prepared('SELECT revision FROM streams WHERE sub = ?').pluck().get(subscriptionId) as number | undefined) ?? -1,
@@ -373,6 +382,10 @@ export const openSqliteDeliveryIndex = (options: { readonly file: string; readon
     appliedOf(subscriptionId) {
       flushed();
       return reads.appliedOf(subscriptionId);
+    },
+    replayFirsts(subscriptionId, replayId) {
+      flushed();
+      return reads.replayFirsts(subscriptionId, replayId);
     },
     async has(keys) {
       flushed();

@@ -83,12 +83,23 @@ export interface StreamApplied {
   readonly waiting: number;
 }
 
+/** A replay's deliveries waiting for their first attempt, with the log position the index had applied when it read them. */
+export interface ReplayFirsts {
+  readonly deliveries: readonly Delivery[];
+  readonly position: number;
+}
+
 /** What a dispatcher reads of a subscription's waiting deliveries (src/webhooks/dispatch/waiting.ts). */
 export interface WaitingReader {
   /** In one read: the waiting deliveries and the stream revision they are as of (NOTHING_APPLIED when it knows of no record of the stream). */
   waitingOf(subscriptionId: string): Promise<WaitingAsOf>;
   /** A cheap look (no delivery read): whether starting again from waitingOf beats reading the stream on. */
   appliedOf(subscriptionId: string): Promise<StreamApplied>;
+  /**
+   * In one read: the replay's deliveries that wait and were never attempted (a replay paces itself
+   * by them, a few), never the subscription's other waiting ones, however many.
+   */
+  replayFirsts(subscriptionId: string, replayId: string): Promise<ReplayFirsts>;
 }
 
 export interface DeliveryHistoryReader {

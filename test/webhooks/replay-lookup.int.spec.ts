@@ -123,15 +123,15 @@ for (const where of ['the index', 'the log alone'] as const) {
       for (const event of all.slice(0, all.length - unapplied)) await index.apply(event);
     };
 
-    /** Drives the replay to its end on a started dispatcher reading from `where`. */
-    const drive = async (replay: Replay): Promise<string> => {
+    /** Drives the replay to its end on a started dispatcher reading from `where` (the index through `through`). */
+    const drive = async (replay: Replay, through: DeliveryIndex = index): Promise<string> => {
       const { log: reads, reads: done } = watched(log);
       streamReads = done;
       const deps = recordingDeps(log, directory, sent);
       dispatcher = createDispatcher({
         ...deps,
         log: reads,
-        ...(where === 'the index' ? { records: recordsFromIndex(reads, index, async () => ({ deliveries: [], fannedOutThrough: 0 })) } : {}),
+        ...(where === 'the index' ? { records: recordsFromIndex(reads, through, async () => ({ deliveries: [], fannedOutThrough: 0 })) } : {}),
       });
       dispatcher.start();
       return driveReplay({ log: reads, subscriptions: directory, dispatcher, clock: () => Date.now() * 1000, keep: async () => true, stopped: () => false }, WORKSPACE, replay);
@@ -155,6 +155,24 @@ for (const where of ['the index', 'the log alone'] as const) {
       if (where === 'the index') expect(deliveryStreamReads(), 'no read of the stream from its first record').to.not.include(0);
       else expect(deliveryStreamReads()).to.include(0);
     });
+
+    if (where === 'the index')
+      it("paces itself by its own deliveries, never reading the subscription's other waiting ones (a receiver down: thousands)", async () => {
+        const steps = deliverySteps(Date.now() * 1000);
+        for (let i = 0; i < 2_000; i += 100) {
+          const decided = Array.from({ length: 100 }, (_, k) => steps.schedule(SUBSCRIPTION, `backlog${i + k}`)).flat();
+          await log.append(deliveryStream(SUBSCRIPTION), [{ id: `b${i}`, workspaceId: WORKSPACE, ...packSteps(decided) }], 'any');
+        }
+        const replay = await requestReplay(log, WORKSPACE, SUBSCRIPTION, REPLAY, 20);
+        await indexAllBut(0);
+        const whole: string[] = [];
+        const watchedIndex: DeliveryIndex = { ...index, waitingOf: (subscriptionId) => (whole.push(subscriptionId), index.waitingOf(subscriptionId)) };
+        expect(await drive(replay, watchedIndex)).to.equal('finished');
+        await eventually('every replayed delivery sent', () => sent.length === 20);
+        expect(new Set(sent.map((request) => request.deliveryId)).size).to.equal(20);
+        expect(whole, 'no read of every waiting delivery').to.deep.equal([]);
+        expect(deliveryStreamReads()).to.not.include(0);
+      });
 
     it('with only_failed, sends again the events whose live delivery ended failed, under either id shape, also one the index had not applied', async () => {
       await liveHistory(200);

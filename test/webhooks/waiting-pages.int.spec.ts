@@ -1,15 +1,18 @@
-// What a deactivation reads of a subscription's waiting deliveries in the distributed mode: pages of
-// them from the delivery-history index, after those the stream's records past what the index applied
-// touch (delivery-now.ts `waitingNow`), against each index adapter (Redis with REDIS_URL) on the real
-// SQLite log: every delivery the whole stream has waiting, once, as the stream has it, in pages no
-// larger than asked, reading only the records after what the index applied.
+// What a dispatcher with a delivery-history index reads of a subscription's waiting deliveries without
+// reading them all, against each index adapter (Redis with REDIS_URL) on the real SQLite log, reading
+// only the stream's records after what the index applied. A deactivation: pages of them, after those
+// those records touch (delivery-now.ts `waitingNow`): every delivery the whole stream has waiting,
+// once, as the stream has it, in pages no larger than asked. A replay pacing itself: its deliveries
+// waiting for their first attempt (`replayFirstsNow`, the index's `replayFirsts`), as the whole stream has them.
 import { expect } from 'chai';
 import fc from 'fast-check';
 import type { Delivery } from '../../src/domain/delivery/delivery.js';
 import type { EventLog } from '../../src/log/event-log.js';
-import { waitingNow } from '../../src/webhooks/dispatch/delivery-now.js';
+import { replayFirstsNow, waitingNow } from '../../src/webhooks/dispatch/delivery-now.js';
 import type { DeliveryIndex } from '../../projections/deliveries-index.js';
 import { appendHistory, deliveryRecords, historyRecords, INDEX_ADAPTERS, indexedLog, watched, wholeStream } from '../support/delivery-steps.js';
+
+const sortedIds = (deliveries: readonly Delivery[]): string[] => deliveries.map((delivery) => delivery.id).sort();
 
 /** Every page `waitingNow` yields. */
 const pagesOf = async (index: DeliveryIndex, log: EventLog, size: number): Promise<(readonly Delivery[])[]> => {
@@ -59,6 +62,40 @@ for (const adapter of INDEX_ADAPTERS) {
             const waiting = [...whole.values()].filter((delivery) => delivery.status === 'waiting');
             expect(yielded.map((delivery) => delivery.id).sort()).to.deep.equal(waiting.map((delivery) => delivery.id).sort());
             for (const delivery of yielded) expect(delivery, delivery.id).to.deep.equal(whole.get(delivery.id));
+          }
+        }),
+        { numRuns: 30 },
+      );
+    });
+
+    it("gives a replay's deliveries waiting for their first attempt as the whole stream has them, whatever the index has applied (property)", async () => {
+      // `racing`: records the index applies between its two reads (it keeps applying while asked).
+      const round = fc.record({ steps: historyRecords, indexed: fc.nat(8), racing: fc.nat(4) });
+      await fc.assert(
+        fc.asyncProperty(fc.array(round, { minLength: 1, maxLength: 5 }), async (rounds) => {
+          await world.reset();
+          const records = deliveryRecords(world.log);
+          // Every third delivery live, the others of two replays.
+          const replayOf = (id: string): string | undefined => (Number(id.slice(1)) % 3 === 0 ? undefined : `r${Number(id.slice(1)) % 3}`);
+          const mixed = { ...records, schedule: (id: string) => records.schedule(id, { ...(replayOf(id) === undefined ? {} : { replayId: replayOf(id) as string }) }) };
+          let scheduled = 0;
+          for (const { steps, indexed, racing } of rounds) {
+            await appendHistory(mixed, steps, () => `d${(scheduled += 1)}`);
+            await world.feed.applyNext(indexed);
+            const whole = [...(await wholeStream(world.log)).values()];
+            for (const replayId of ['r1', 'r2']) {
+              const expected = whole.filter((d) => d.replayId === replayId && d.status === 'waiting' && d.round === 1 && d.attempt === 0);
+              const applying = { ...world.index, replayFirsts: async (s: string, r: string) => (await world.feed.applyNext(racing), world.index.replayFirsts(s, r)) };
+              expect(sortedIds(await replayFirstsNow(applying, world.log, 's', replayId)), replayId).to.deep.equal(sortedIds(expected));
+            }
+          }
+          // All applied: the index's own answer, every one waiting never attempted (a manual retry of one cancelled before its first attempt too).
+          await world.feed.applyNext();
+          const whole = [...(await wholeStream(world.log)).values()];
+          for (const replayId of ['r1', 'r2']) {
+            const firsts = await world.index.replayFirsts('s', replayId);
+            expect(sortedIds(firsts.deliveries)).to.deep.equal(sortedIds(whole.filter((d) => d.replayId === replayId && d.status === 'waiting' && d.history.length === 0)));
+            for (const delivery of firsts.deliveries) expect(delivery).to.deep.equal(whole.find((d) => d.id === delivery.id));
           }
         }),
         { numRuns: 30 },

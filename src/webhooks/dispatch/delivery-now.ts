@@ -1,8 +1,8 @@
 // Deliveries as the log has them now, read from the delivery-history index and the records the index
 // had not applied yet when it was read (a few, while it keeps up), never the subscription's whole
 // history: one for a manual retry on an API server and a dispatcher taking over a delivery it did not
-// hold; several for a replay looking up each page of events; all those waiting, a page at a time, for
-// a deactivation.
+// hold; several for a replay looking up each page of events; a replay's waiting for their first
+// attempt, by which it paces itself; all those waiting, a page at a time, for a deactivation.
 import { DELIVERY_RECORD_TYPES, deliveryAggregate, unpackSteps, type Delivery } from '../../domain/delivery/delivery.js';
 import { deliveryStream } from '../../domain/delivery/ids.js';
 import type { EventLog } from '../../log/event-log.js';
@@ -82,3 +82,28 @@ export async function* waitingNow(
     after = page.next;
   }
 }
+
+/**
+ * The replay's deliveries waiting for their first attempt, as the log has them now: the index's, with
+ * the stream's records after what it applied folded on top (a few, while it keeps up; the steps its
+ * rows already have skipped), and those the records schedule for the replay.
+ */
+export const replayFirstsNow = async (index: WaitingReader, log: EventLog, subscriptionId: string, replayId: string): Promise<Delivery[]> => {
+  // What the index applied is asked first: the records after it are read after the index's rows.
+  const { revision } = await index.appliedOf(subscriptionId);
+  const firsts = await index.replayFirsts(subscriptionId, replayId);
+  const since = await log.readStream(deliveryStream(subscriptionId), revision + 1);
+  const found = new Map(firsts.deliveries.map((delivery) => [delivery.id, delivery]));
+  const indexed = new Set(found.keys());
+  for (const record of since) {
+    for (const step of unpackSteps(record)) {
+      const id = String(step.data['delivery_id']);
+      const known = found.get(id);
+      // Another delivery of the subscription, or a step the index's row has already.
+      if (indexed.has(id) ? record.position <= firsts.position : known === undefined && step.data['replay_id'] !== replayId) continue;
+      const next = deliveryAggregate.evolve(known ?? null, step);
+      if (next !== null) found.set(id, next);
+    }
+  }
+  return [...found.values()].filter((delivery) => delivery.status === 'waiting' && delivery.round === 1 && delivery.attempt === 0);
+};

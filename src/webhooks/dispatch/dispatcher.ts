@@ -23,6 +23,7 @@ import type { AttemptOutcome, Sender } from '../sender.js';
 import type { SubscriptionDirectory, SubscriptionRow } from '../subscriptions.js';
 import type { DeliveryBacklog } from './backlog.js';
 import { bodyAtPosition, envelopeBytes } from './bodies.js';
+import { replayFirstsNow } from './delivery-now.js';
 import { createOwnPuts } from './own-puts.js';
 import type { ParkedAttempt, ParkingLot } from './parking.js';
 import { createPump } from './pump.js';
@@ -723,8 +724,9 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
     replayRoom: () => (liveUnattempted.size > 0 || (parking?.lot.firsts() ?? 0) > 0 ? 0 : Math.max(0, Math.floor(deps.maxInFlight / 2) - pump.load())),
 
     async replayBacklog(subscriptionId, replayId) {
-      const { deliveries } = await waiting.readAll(subscriptionId);
-      return [...deliveries.values()].filter((d) => d.replayId === replayId && d.round === 1 && d.attempt === 0).map((d) => d.id);
+      // Without an index the view is never let go, however many wait.
+      const firsts = records.seeds === undefined ? ((await waiting.read(subscriptionId)) as WaitingView).deliveries.values() : await replayFirstsNow(records.seeds, log, subscriptionId, replayId);
+      return [...firsts].filter((d) => d.replayId === replayId && d.round === 1 && d.attempt === 0).map((d) => d.id);
     },
 
     lookup: (subscriptionId) => records.lookup(subscriptionId),

@@ -10,7 +10,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Core, Feature } from '../../app/core.js';
 import type { EventLog } from '../../log/event-log.js';
-import type { DeliveryHistoryReader, DeliveryIndex, PendingDeliveries } from '../../../projections/deliveries-index.js';
+import type { DeliveryHistoryReader, DeliveryIndex, PendingDeliveries, WaitingReader } from '../../../projections/deliveries-index.js';
 import { openRedisDeliveryIndex } from '../../../projections/deliveries-index-redis.js';
 import type { DeliveryRecords } from './dispatcher.js';
 import { recordsFromIndex } from './history-index.js';
@@ -33,7 +33,7 @@ const endProcess = (error: Error): void => {
 };
 
 /** The index's reads for a dispatcher fed by Kafka: an event handed over again finds its deliveries in the index. */
-export const recordsForKafka = (log: EventLog, index: DeliveryHistoryReader & Pick<DeliveryIndex, 'has' | 'waitingOf' | 'appliedOf'>, pending: () => Promise<PendingDeliveries>): DeliveryRecords => ({
+export const recordsForKafka = (log: EventLog, index: DeliveryHistoryReader & WaitingReader & Pick<DeliveryIndex, 'has'>, pending: () => Promise<PendingDeliveries>): DeliveryRecords => ({
   ...recordsFromIndex(log, index, pending),
   recorded: (keys) => index.has(keys),
 });

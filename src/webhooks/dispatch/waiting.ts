@@ -11,9 +11,9 @@
 //
 // With the index, a subscription with more than `maxKept` waiting (a receiver down for hours) is not
 // kept: the take-overs of its attempts read just the deliveries they take instead (`read` gives
-// null), so a dispatcher's memory does not follow a dead receiver's backlog. A replay looking at its
-// own every 20 ms needs every waiting delivery: it asks with `readAll`, which keeps the view while it
-// keeps asking. (A deactivation reads the index a page at a time instead: DeliveryRecords.waitingPages.)
+// null), so a dispatcher's memory does not follow a dead receiver's backlog. (A deactivation reads the
+// index a page at a time instead, DeliveryRecords.waitingPages; a replay its own deliveries waiting
+// for their first attempt, delivery-now.ts replayFirstsNow. Without an index, no view is let go.)
 import { performance } from 'node:perf_hooks';
 import { deliveryAggregate, unpackSteps, type Delivery } from '../../domain/delivery/delivery.js';
 import { deliveryStream } from '../../domain/delivery/ids.js';
@@ -29,10 +29,8 @@ export interface WaitingView {
 }
 
 export interface WaitingDeliveries {
-  /** The subscription's waiting deliveries, caught up with its stream; null when too many to keep: read the one needed instead. */
+  /** The subscription's waiting deliveries, caught up with its stream; null when too many to keep (only where the index can be asked): read the one needed instead. */
   read(subscriptionId: string): Promise<WaitingView | null>;
-  /** All of them, however many: kept while asked for within the stale time. */
-  readAll(subscriptionId: string): Promise<WaitingView>;
   /** Drops what is known of a deleted subscription. */
   forget(subscriptionId: string): void;
 }
@@ -48,8 +46,6 @@ interface Cached {
   tail: Promise<void>;
   /** The catch-up not started yet: readers arriving meanwhile share it (it will see all they need). */
   queued: Promise<void> | null;
-  /** When `readAll` last asked for it (performance.now()): a view so asked is kept however large. */
-  wholeAt: number;
 }
 
 /** A view caught up within this long only reads on; an older one first asks the index how far behind it is. */
@@ -125,16 +121,15 @@ export const createWaitingDeliveries = (log: EventLog, seeds?: WaitingReader, st
     return over;
   };
 
-  const caughtUp = async (subscriptionId: string, whole: boolean): Promise<WaitingView | null> => {
+  const caughtUp = async (subscriptionId: string): Promise<WaitingView | null> => {
     let cached = cache.get(subscriptionId);
     if (cached === undefined) {
-      if (!whole && seeds !== undefined && (await tooMany(seeds, subscriptionId))) return null;
+      if (seeds !== undefined && (await tooMany(seeds, subscriptionId))) return null;
       // Another reader may have started one meanwhile.
-      cached = cache.get(subscriptionId) ?? { deliveries: new Map(), workspaceId: null, position: 0, nextRevision: 0, caughtUpAt: null, tail: Promise.resolve(), queued: null, wholeAt: -Infinity };
+      cached = cache.get(subscriptionId) ?? { deliveries: new Map(), workspaceId: null, position: 0, nextRevision: 0, caughtUpAt: null, tail: Promise.resolve(), queued: null };
       cache.set(subscriptionId, cached);
     }
     const entry = cached;
-    if (whole) entry.wholeAt = performance.now();
     let run = entry.queued;
     if (run === null) {
       run = entry.tail.then(() => {
@@ -146,9 +141,8 @@ export const createWaitingDeliveries = (log: EventLog, seeds?: WaitingReader, st
     }
     await run;
     const view = { deliveries: entry.deliveries, workspaceId: entry.workspaceId, position: entry.position };
-    // Grown past the bound (its receiver went down) and no one asking for all of it lately: read this
-    // once more, then let go.
-    if (seeds !== undefined && entry.deliveries.size > maxKept && performance.now() - entry.wholeAt >= staleMs) {
+    // Grown past the bound (its receiver went down): read this once more, then let go.
+    if (seeds !== undefined && entry.deliveries.size > maxKept) {
       if (cache.get(subscriptionId) === entry) cache.delete(subscriptionId);
       large.set(subscriptionId, performance.now());
     }
@@ -156,8 +150,7 @@ export const createWaitingDeliveries = (log: EventLog, seeds?: WaitingReader, st
   };
 
   return {
-    read: (subscriptionId) => caughtUp(subscriptionId, false),
-    readAll: async (subscriptionId) => (await caughtUp(subscriptionId, true)) as WaitingView,
+    read: caughtUp,
     forget(subscriptionId) {
       cache.delete(subscriptionId);
       large.delete(subscriptionId);

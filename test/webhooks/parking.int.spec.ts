@@ -21,7 +21,7 @@ type Op =
   | { readonly kind: 'park'; readonly attempts: readonly Planned[] }
   | { readonly kind: 'retries'; readonly subscriptionId: string; readonly until: number; readonly limit: number }
   | { readonly kind: 'firsts' | 'any'; readonly subscriptionId: string; readonly limit: number }
-  | { readonly kind: 'drop'; readonly subscriptionId: string };
+  | { readonly kind: 'drop'; readonly subscriptionId: string; readonly limit: number };
 
 /** A waiting delivery as the dispatcher holds one, its history as long as its attempts. */
 const waiting = (id: string, { subscriptionId, dueAt, retry }: Planned): Delivery => ({
@@ -44,7 +44,7 @@ const op: fc.Arbitrary<Op> = fc.oneof(
   fc.record({ kind: fc.constant('park' as const), attempts: fc.array(attempt, { maxLength: 8 }) }),
   fc.record({ kind: fc.constant('retries' as const), subscriptionId: fc.constantFrom(...SUBSCRIPTIONS), until: fc.integer({ min: -1, max: 21 }), limit: fc.integer({ min: 1, max: 6 }) }),
   fc.record({ kind: fc.constantFrom('firsts' as const, 'any' as const), subscriptionId: fc.constantFrom(...SUBSCRIPTIONS), limit: fc.integer({ min: 1, max: 6 }) }),
-  fc.record({ kind: fc.constant('drop' as const), subscriptionId: fc.constantFrom(...SUBSCRIPTIONS) }),
+  fc.record({ kind: fc.constant('drop' as const), subscriptionId: fc.constantFrom(...SUBSCRIPTIONS), limit: fc.integer({ min: 1, max: 6 }) }),
 );
 
 /** Earliest due first, then in the order parked. */
@@ -95,8 +95,12 @@ describe('parking lot (int, SQLite)', () => {
               expect(mine).to.deep.include.members(got);
               takeFromModel(mine.filter((a) => got.some((g) => g.delivery.id === a.delivery.id)));
             } else {
-              tested.drop(step.subscriptionId);
-              model = model.filter((a) => a.delivery.subscriptionId !== step.subscriptionId);
+              const mine = model.filter((a) => a.delivery.subscriptionId === step.subscriptionId);
+              expect(tested.drop(step.subscriptionId, step.limit)).to.equal(Math.min(step.limit, mine.length));
+              // Which ones go is the lot's choice: the model follows what is left.
+              const left = new Set([...tested.takeAny(step.subscriptionId, mine.length)].map((a) => a.delivery.id));
+              tested.park(mine.filter((a) => left.has(a.delivery.id)));
+              model = [...model.filter((a) => a.delivery.subscriptionId !== step.subscriptionId), ...mine.filter((a) => left.has(a.delivery.id))];
             }
             expect(tested.size()).to.equal(model.length);
             for (const s of SUBSCRIPTIONS) {

@@ -805,7 +805,8 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
         forget(p);
         await schedule.remove(id);
       }
-      parking?.lot.drop(subscriptionId);
+      // A batch at a time, a turn between: the sends of other subscriptions go on meanwhile.
+      if (parking !== undefined) while (parking.lot.drop(subscriptionId, PARKING_BATCH) === PARKING_BATCH) await nextTurn();
       waiting.forget(subscriptionId);
       await deleteSubscriptionHistory(log, subscriptionId);
     },

@@ -1,7 +1,8 @@
-// What the benchmarks of a dead receiver's backlog share (takeover, deactivation, replay-backlog): a
-// private Redis (the bench's own port) for a retry schedule and a delivery history index beside a
-// SQLite log, dispatchers on them whose receiver answers in process, and the backlog a first
-// dispatcher leaves behind against a receiver that refuses every attempt.
+// What the benchmarks of a dead receiver's backlog share (takeover, deactivation, replay-backlog,
+// deletion): a private Redis (the bench's own port) for a retry schedule and a delivery history index
+// beside a SQLite log, dispatchers on them whose receiver answers in process, and the backlog a first
+// dispatcher leaves behind against a receiver that refuses every attempt; or the embedded default's
+// dispatcher with its backlog parked.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
@@ -14,6 +15,7 @@ import type { NewEvent, RecordedEvent } from '../../src/log/event-log.js';
 import { openSqliteLog, type SqliteEventLog } from '../../src/log/sqlite.js';
 import { randomId } from '../../src/shared/ids.js';
 import { createDispatcher, type DeliveryRecords, type Dispatcher, type DispatcherDeps } from '../../src/webhooks/dispatch/dispatcher.js';
+import { openParkingLot, PARKING_LIMITS, type ParkingLot } from '../../src/webhooks/dispatch/parking.js';
 import { createHistoryIndexer, type HistoryIndexer } from '../../src/webhooks/dispatch/history-index.js';
 import { createRedisRetrySchedule } from '../../src/webhooks/dispatch/retry-schedule/redis.js';
 import type { SharedRetrySchedule } from '../../src/webhooks/dispatch/retry-schedule.js';
@@ -146,4 +148,42 @@ export const watchLoop = (before: number) => {
       return { heldMs: round(heldMs, 0), heapMb: mb(heap) };
     },
   };
+};
+
+/** The embedded default's dispatcher (its own schedule, its parking lot as PARKING_LIMITS has it) and what it runs on. */
+export interface ParkedBacklog {
+  readonly log: SqliteEventLog;
+  readonly lot: ParkingLot;
+  readonly dispatcher: Dispatcher;
+}
+
+/**
+ * `work` once the embedded default's dispatcher, on a fresh SQLite log, fanned `events` events out to
+ * SUBSCRIPTION, whose receiver refused every first attempt, and parked every retry (due an hour
+ * later); all let go after it.
+ */
+export const withParkedBacklog = async <T>(events: number, work: (parked: ParkedBacklog) => Promise<T>): Promise<T> => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'sp-bench-parked-'));
+  const log = openSqliteLog({ file: path.join(dir, 'events.sqlite'), durability: 'relaxed' });
+  const lot = openParkingLot(path.join(dir, 'parked.sqlite'));
+  const refused = { n: 0 };
+  const dispatcher = createDispatcher({
+    ...recordingDeps(log, await subscriptionsOf(log, WORKSPACE, [SUBSCRIPTION]), []),
+    sender: { send: async (_request: DeliveryRequest) => ((refused.n += 1), REFUSED), close: async () => undefined } as never,
+    retryDelaysMs: [RETRY_MS],
+    maxInFlight: 64,
+    maxInFlightPerSubscription: 64,
+    maxInFlightPerWorkspace: 64,
+    parking: { lot, ...PARKING_LIMITS },
+  });
+  try {
+    dispatcher.start();
+    await fanOutMany(log, dispatcher, events);
+    while (refused.n < events || lot.size() < events) await sleep(100);
+    return await work({ log, lot, dispatcher });
+  } finally {
+    await dispatcher.stop();
+    await log.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
 };

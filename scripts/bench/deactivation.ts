@@ -14,19 +14,12 @@
 // ceiling (the log appending the same cancellation records, a thousand to an append), the heap
 // retained meanwhile and the longest the event loop was held (backlog-kit.ts watchLoop): the
 // dispatcher sends the other subscriptions' deliveries meanwhile.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import * as path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { foldDeliveries, packSteps } from '../../src/domain/delivery/delivery.js';
 import { deliveryStream } from '../../src/domain/delivery/ids.js';
-import { openSqliteLog, type SqliteEventLog } from '../../src/log/sqlite.js';
-import { createDispatcher, type Dispatcher } from '../../src/webhooks/dispatch/dispatcher.js';
-import { openParkingLot, PARKING_LIMITS } from '../../src/webhooks/dispatch/parking.js';
-import type { DeliveryRequest } from '../../src/webhooks/sender.js';
+import type { SqliteEventLog } from '../../src/log/sqlite.js';
+import type { Dispatcher } from '../../src/webhooks/dispatch/dispatcher.js';
 import { randomId } from '../../src/shared/ids.js';
-import { recordingDeps, subscriptionsOf } from '../../test/support/dispatcher-fixture.js';
-import { backlog, dispatcherOf, engine, fanOutMany, heapAfterGc, REFUSED, restart, SUBSCRIPTION, watchLoop, WORKSPACE, withRun, type Run } from './backlog-kit.js';
+import { backlog, dispatcherOf, engine, heapAfterGc, REFUSED, restart, SUBSCRIPTION, watchLoop, WORKSPACE, withParkedBacklog, withRun, type Run } from './backlog-kit.js';
 import { round } from './fanout.js';
 
 /** Cancellations to an append in the ceiling. */
@@ -55,33 +48,12 @@ const expectCancelled = async (log: SqliteEventLog, events: number): Promise<voi
 };
 
 /** The embedded default's dispatcher, its backlog parked. */
-const embedded = async (events: number): Promise<Deactivation> => {
-  const dir = mkdtempSync(path.join(tmpdir(), 'sp-bench-deactivation-'));
-  const log = openSqliteLog({ file: path.join(dir, 'events.sqlite'), durability: 'relaxed' });
-  const lot = openParkingLot(path.join(dir, 'parked.sqlite'));
-  const refused = { n: 0 };
-  const dispatcher = createDispatcher({
-    ...recordingDeps(log, await subscriptionsOf(log, WORKSPACE, [SUBSCRIPTION]), []),
-    sender: { send: async (_request: DeliveryRequest) => ((refused.n += 1), REFUSED), close: async () => undefined } as never,
-    retryDelaysMs: [3_600_000],
-    maxInFlight: 64,
-    maxInFlightPerSubscription: 64,
-    maxInFlightPerWorkspace: 64,
-    parking: { lot, ...PARKING_LIMITS },
-  });
-  try {
-    dispatcher.start();
-    await fanOutMany(log, dispatcher, events);
-    while (refused.n < events || lot.size() < events) await sleep(100);
+const embedded = (events: number): Promise<Deactivation> =>
+  withParkedBacklog(events, async ({ log, dispatcher }) => {
     const result = await measured(dispatcher, (await log.headPosition()) + 1, events);
     await expectCancelled(log, events);
     return result;
-  } finally {
-    await dispatcher.stop();
-    await log.close();
-    rmSync(dir, { recursive: true, force: true });
-  }
-};
+  });
 
 /** The distributed mode's: a dispatcher started from the index after another built the backlog. */
 const distributed = (events: number): Promise<Deactivation> =>

@@ -44,6 +44,18 @@ for (const adapter of INDEX_ADAPTERS) {
       expect(pages.length, 'the index read in pages').to.be.greaterThan(4);
     });
 
+    it('reads the records after what the index applied once, however many pages they fill (an index far behind)', async () => {
+      const records = deliveryRecords(world.log);
+      for (let i = 0; i < 30; i++) await records.append([...records.schedule(`d${i}`), ...(i % 3 === 0 ? records.attempt(`d${i}`, 'delivered') : [])]);
+      await world.feed.applyNext(2);
+      const reads = watched(world.log);
+      const pages = await pagesOf(world.index, reads.log, 4);
+      expect(reads.from, 'one read, from after what the index applied').to.deep.equal([2]);
+      expect(pages.filter((page) => page.length > 0).length).to.be.greaterThan(4);
+      const waiting = [...(await wholeStream(world.log)).values()].filter((delivery) => delivery.status === 'waiting');
+      expect(sortedIds(pages.flat())).to.deep.equal(sortedIds(waiting));
+    });
+
     it('yields every waiting delivery once, as the whole stream has it, whatever the index has applied (property)', async () => {
       const round = fc.record({ steps: historyRecords, indexed: fc.nat(8), size: fc.integer({ min: 1, max: 4 }) });
       await fc.assert(

@@ -5,7 +5,7 @@
 // attempt, by which it paces itself; all those waiting, a page at a time, for a deactivation.
 import { DELIVERY_RECORD_TYPES, deliveryAggregate, unpackSteps, type Delivery } from '../../domain/delivery/delivery.js';
 import { deliveryStream } from '../../domain/delivery/ids.js';
-import type { EventLog } from '../../log/event-log.js';
+import type { EventLog, RecordedEvent } from '../../log/event-log.js';
 import type { DeliveryAsOf, DeliveryHistoryReader, HistoryKey, WaitingReader } from '../../../projections/deliveries-index.js';
 
 /** Undefined when the index does not have it (unknown, or past retention); `position` is the last record folded in. */
@@ -16,6 +16,35 @@ export const deliveryNow = async (history: DeliveryHistoryReader, log: EventLog,
   const since = (await log.readAll({ after: indexed.position, types: DELIVERY_RECORD_TYPES })).filter((event) => event.stream === stream);
   const steps = since.flatMap(unpackSteps).filter((step) => step.data['delivery_id'] === deliveryId);
   return { delivery: steps.reduce(deliveryAggregate.evolve, indexed.delivery) ?? indexed.delivery, position: since.at(-1)?.position ?? indexed.position };
+};
+
+type Step = ReturnType<typeof unpackSteps>[number];
+/** Each delivery's steps in records read from the stream, with the record's log position, in order. */
+type StepsById = ReadonlyMap<string, readonly { readonly position: number; readonly step: Step }[]>;
+
+const stepsById = (records: readonly RecordedEvent[]): StepsById => {
+  const steps = new Map<string, { position: number; step: Step }[]>();
+  for (const record of records) {
+    for (const step of unpackSteps(record)) {
+      const id = String(step.data['delivery_id']);
+      const listed = steps.get(id);
+      if (listed === undefined) steps.set(id, [{ position: record.position, step }]);
+      else listed.push({ position: record.position, step });
+    }
+  }
+  return steps;
+};
+
+/** Each of `deliveryIds` as the index read it (`indexed`, in the same order), with the steps recorded after that row folded on top. */
+const foldedOnto = (deliveryIds: readonly string[], indexed: readonly (DeliveryAsOf | undefined)[], steps: StepsById): Map<string, Delivery> => {
+  const found = new Map<string, Delivery>();
+  deliveryIds.forEach((id, i) => {
+    const asOf = indexed[i];
+    let delivery = asOf?.delivery ?? null;
+    for (const { position, step } of steps.get(id) ?? []) if (position > (asOf?.position ?? 0)) delivery = deliveryAggregate.evolve(delivery, step) ?? delivery;
+    if (delivery !== null) found.set(id, delivery);
+  });
+  return found;
 };
 
 /**
@@ -34,24 +63,7 @@ export const deliveriesNow = async (
   const { revision } = await index.appliedOf(subscriptionId);
   const indexed = await Promise.all(deliveryIds.map((id) => index.get(subscriptionId, id)));
   const since = await log.readStream(deliveryStream(subscriptionId), revision + 1);
-  const wanted = new Set(deliveryIds);
-  const found = new Map<string, Delivery>();
-  const foldedThrough = new Map<string, number>();
-  deliveryIds.forEach((id, i) => {
-    const asOf = indexed[i];
-    if (asOf === undefined) return;
-    found.set(id, asOf.delivery);
-    foldedThrough.set(id, asOf.position);
-  });
-  for (const record of since) {
-    for (const step of unpackSteps(record)) {
-      const id = String(step.data['delivery_id']);
-      if (!wanted.has(id) || record.position <= (foldedThrough.get(id) ?? 0)) continue;
-      const next = deliveryAggregate.evolve(found.get(id) ?? null, step);
-      if (next !== null) found.set(id, next);
-    }
-  }
-  return found;
+  return foldedOnto(deliveryIds, indexed, stepsById(since));
 };
 
 /**
@@ -68,10 +80,12 @@ export async function* waitingNow(
   size: number,
 ): AsyncGenerator<readonly Delivery[]> {
   const { revision } = await index.appliedOf(subscriptionId);
-  const since = await log.readStream(deliveryStream(subscriptionId), revision + 1);
-  const touched = [...new Set(since.flatMap(unpackSteps).map((step) => String(step.data['delivery_id'])))];
+  // Read once: an index far behind (rebuilding) leaves many records; read again for each page, they cost the square of their number.
+  const steps = stepsById(await log.readStream(deliveryStream(subscriptionId), revision + 1));
+  const touched = [...steps.keys()];
   for (let i = 0; i < touched.length; i += size) {
-    const found = await deliveriesNow(index, log, subscriptionId, touched.slice(i, i + size));
+    const ids = touched.slice(i, i + size);
+    const found = foldedOnto(ids, await Promise.all(ids.map((id) => index.get(subscriptionId, id))), steps);
     yield [...found.values()].filter((delivery) => delivery.status === 'waiting');
   }
   // The index may have them as they were before those records.

@@ -107,17 +107,11 @@ export const replayFirstsNow = async (index: WaitingReader, log: EventLog, subsc
   const { revision } = await index.appliedOf(subscriptionId);
   const firsts = await index.replayFirsts(subscriptionId, replayId);
   const since = await log.readStream(deliveryStream(subscriptionId), revision + 1);
-  const found = new Map(firsts.deliveries.map((delivery) => [delivery.id, delivery]));
-  const indexed = new Set(found.keys());
-  for (const record of since) {
-    for (const step of unpackSteps(record)) {
-      const id = String(step.data['delivery_id']);
-      const known = found.get(id);
-      // Another delivery of the subscription, or a step the index's row has already.
-      if (indexed.has(id) ? record.position <= firsts.position : known === undefined && step.data['replay_id'] !== replayId) continue;
-      const next = deliveryAggregate.evolve(known ?? null, step);
-      if (next !== null) found.set(id, next);
-    }
-  }
+  const steps = stepsById(since);
+  // Those the index has, from its rows; those the records schedule for the replay, from their first step.
+  const indexed = new Set(firsts.deliveries.map((delivery) => delivery.id));
+  const scheduled = [...steps].filter(([id, listed]) => !indexed.has(id) && listed.some(({ step }) => step.data['replay_id'] === replayId)).map(([id]) => id);
+  const rows = [...firsts.deliveries.map((delivery) => ({ delivery, position: firsts.position })), ...scheduled.map(() => undefined)];
+  const found = foldedOnto([...indexed, ...scheduled], rows, steps);
   return [...found.values()].filter((delivery) => delivery.status === 'waiting' && delivery.round === 1 && delivery.attempt === 0);
 };

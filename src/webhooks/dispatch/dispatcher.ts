@@ -80,7 +80,7 @@ export interface Parking {
   readonly heldPerSubscription: number;
 }
 
-/** Attempts parked or taken back in one go, at most (one transaction of the lot, one read of the deliveries per subscription). */
+/** Attempts parked, taken back, cancelled or dropped in one go, at most (one transaction of the lot, one read of the deliveries per subscription, one page of the index). */
 const PARKING_BATCH = 1_000;
 
 /** A delivery read back from the log after a restart. */
@@ -780,7 +780,7 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
         const workspaceId = subscriptions.workspaceOf(subscriptionId);
         if (workspaceId !== undefined) {
           for await (const page of records.waitingPages(subscriptionId, PARKING_BATCH)) {
-            for (const delivery of page) if (delivery.status === 'waiting') hold(delivery, workspaceId);
+            for (const delivery of page) hold(delivery, workspaceId);
             await cancelHeld();
           }
         }

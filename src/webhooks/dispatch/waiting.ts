@@ -121,7 +121,7 @@ export const createWaitingDeliveries = (log: EventLog, seeds?: WaitingReader, st
     return over;
   };
 
-  const caughtUp = async (subscriptionId: string): Promise<WaitingView | null> => {
+  const read = async (subscriptionId: string): Promise<WaitingView | null> => {
     let cached = cache.get(subscriptionId);
     if (cached === undefined) {
       if (seeds !== undefined && (await tooMany(seeds, subscriptionId))) return null;
@@ -150,7 +150,7 @@ export const createWaitingDeliveries = (log: EventLog, seeds?: WaitingReader, st
   };
 
   return {
-    read: caughtUp,
+    read,
     forget(subscriptionId) {
       cache.delete(subscriptionId);
       large.delete(subscriptionId);

@@ -31,7 +31,7 @@ setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
 
 const REDIS_PORT = 6398;
-const URL = `redis://127.0.0.1:${REDIS_PORT}`;
+export const URL = `redis://127.0.0.1:${REDIS_PORT}`;
 export const engine = engines({ kafka: 0, redis: REDIS_PORT });
 export const WORKSPACE = 'w'.repeat(32);
 export const SUBSCRIPTION = 't'.repeat(32);
@@ -49,6 +49,8 @@ export const mb = (bytes: number): number => round(bytes / 1024 / 1024, 0);
 
 /** What a run's two dispatchers share. */
 export interface Run {
+  /** The data folder: the log is its events.sqlite, as a role's. */
+  readonly dir: string;
   readonly log: SqliteEventLog;
   readonly indexer: HistoryIndexer;
   readonly directory: SubscriptionDirectory;
@@ -100,11 +102,15 @@ export const backlog = async (run: Run, events: number): Promise<void> => {
   if (waiting !== events) throw new Error(`${waiting} of ${events} deliveries waiting for their retry`);
 };
 
-/** `work` on a fresh SQLite log, delivery history index and shared schedule (keys of its own in the bench's Redis), all let go after it. */
-export const withRun = async <T>(work: (run: Run) => Promise<T>): Promise<T> => {
+/**
+ * `work` on a fresh SQLite log, delivery history index and shared schedule (keys of their own in the
+ * bench's Redis), all let go after it. `asRole`: the log open to other connections and the keys a
+ * role uses, for a role's threads to open them too.
+ */
+export const withRun = async <T>(work: (run: Run) => Promise<T>, { asRole = false } = {}): Promise<T> => {
   const dir = mkdtempSync(path.join(tmpdir(), 'sp-bench-takeover-'));
-  const log = openSqliteLog({ file: path.join(dir, 'events.sqlite'), durability: 'relaxed' });
-  const prefix = `bench-${randomId()}:`;
+  const log = openSqliteLog({ file: path.join(dir, 'events.sqlite'), durability: 'relaxed', shared: asRole });
+  const prefix = asRole ? '' : `bench-${randomId()}:`;
   const index = openRedisDeliveryIndex({ url: URL, keyPrefix: prefix });
   const indexer = createHistoryIndexer(log, index, { retentionMs: 86_400_000, clock: () => Date.now() * 1000 });
   const schedule = createRedisRetrySchedule({ url: URL, leaseMs: 60_000, keyPrefix: prefix });
@@ -112,11 +118,12 @@ export const withRun = async <T>(work: (run: Run) => Promise<T>): Promise<T> => 
     await indexer.start();
     await schedule.ready();
     const directory = await subscriptionsOf(log, WORKSPACE, [SUBSCRIPTION]);
-    return await work({ log, indexer, directory, records: recordsForKafka(log, index, () => indexer.pending()), schedule });
+    return await work({ dir, log, indexer, directory, records: recordsForKafka(log, index, () => indexer.pending()), schedule });
   } finally {
     await schedule.close();
     await indexer.stop();
-    await index.clear();
+    // The role's keys hold the schedule's too, which clear leaves.
+    await (asRole ? index.client.flushall() : index.clear());
     await index.close();
     await log.close();
     rmSync(dir, { recursive: true, force: true });

@@ -112,19 +112,23 @@ export const createPump = (options: PumpOptions): Pump => {
     arm(await schedule.nextDueAt(), lookedAt);
   };
 
+  /** The fill under way, if any: a stop waits for it, so that it never asks a schedule closed after the stop. */
+  let filled: Promise<void> = Promise.resolve();
+
   /** Coalesced to one fill per turn of the event loop: a burst of puts and finished attempts costs one take. */
   function kick(): void {
     if (stopped || kicked || retry !== null) return;
     kicked = true;
     setImmediate(() => {
       kicked = false;
+      if (stopped) return;
       if (filling) {
         again = true;
         return;
       }
       filling = true;
       let failed = false;
-      void fill()
+      filled = fill()
         .catch((error: unknown) => {
           failed = true;
           console.error('webhook retry schedule:', error);
@@ -199,6 +203,7 @@ export const createPump = (options: PumpOptions): Pump => {
       if (timer !== null) clearTimeout(timer);
       if (ticker !== null) clearInterval(ticker);
       if (retry !== null) clearTimeout(retry);
+      await filled;
       while (running.size > 0) await Promise.allSettled([...running]);
     },
   };

@@ -3,7 +3,7 @@
 // tests. Each subscription's deliveries are kept in listing order, so a page starts with a binary
 // search; filters are applied while scanning from there (a page with a rare filter scans further).
 import type { Delivery } from '../src/domain/delivery/delivery.js';
-import { indexChange, keyOf, listedBefore, noDeliveries, NOTHING_APPLIED, type AppliedRecord, type DeliveryIndex, type HistoryKey, type IndexCheckpoint, type IndexedDelivery } from './deliveries-index.js';
+import { indexChange, keyOf, listedBefore, noDeliveries, NOTHING_APPLIED, type AppliedRecord, type DeliveryIndex, type HistoryKey, type IndexCheckpoint, type IndexedDelivery, type PendingDeliveries } from './deliveries-index.js';
 
 /** The first index of `keys` for which `holds` is false; it must hold for a prefix of them. */
 const partition = (keys: readonly HistoryKey[], holds: (key: HistoryKey) => boolean): number => {
@@ -83,6 +83,11 @@ export const createMemoryDeliveryIndex = (): DeliveryIndex => {
   /** Whether a restart or the log still needs the delivery in the index: waiting, or of an event the fan-out checkpoint has not passed. */
   const kept = (delivery: Delivery): boolean => delivery.status === 'waiting' || delivery.eventPosition > checkpoint.fannedOutThrough;
 
+  const pending = async (): Promise<PendingDeliveries> => ({
+    deliveries: [...byId.values()].filter(({ delivery }) => kept(delivery)),
+    fannedOutThrough: checkpoint.fannedOutThrough,
+  });
+
   return {
     async page(query) {
       const keys = bySubscription.get(query.subscriptionId) ?? [];
@@ -138,9 +143,16 @@ export const createMemoryDeliveryIndex = (): DeliveryIndex => {
       }
       checkpoint = { position: event.position, fannedOutThrough };
     },
-    async pending() {
-      const deliveries = [...byId.values()].filter(({ delivery }) => kept(delivery));
-      return { deliveries, fannedOutThrough: checkpoint.fannedOutThrough };
+    pending,
+    // In memory already: given as one page.
+    async pendingPages() {
+      const { deliveries, fannedOutThrough } = await pending();
+      return {
+        deliveries: (async function* () {
+          yield* deliveries;
+        })(),
+        fannedOutThrough,
+      };
     },
     async prune(before, limit) {
       let pruned = 0;

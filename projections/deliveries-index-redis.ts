@@ -36,12 +36,14 @@ import {
   DELIVERY_INDEX_VERSION,
   indexChange,
   noDeliveries,
+  pendingWhole,
   NOTHING_APPLIED,
   type AppliedRecord,
   type DeliveryIndex,
   type HistoryQuery,
   type IndexCheckpoint,
   type IndexedDelivery,
+  type PendingPages,
   type WaitingAsOf,
 } from './deliveries-index.js';
 import { batchedApplies, bindEpochLua, READ_MODEL_COMMAND_TIMEOUT_MS, readOf, unlinkTagged, type Scripted } from './redis-read-models.js';
@@ -398,6 +400,40 @@ export const createRedisDeliveryIndex = (options: RedisDeliveryIndexOptions): De
 
   const enqueue = batchedApplies(BATCH, applyBatch);
 
+  /**
+   * Those of events past the fan-out checkpoint first (few), read with it, then the waiting set a
+   * script call of about `pageSize` at a time, each call checking the epoch. A delivery among both is
+   * given once; one the scan returns twice (the set rehashed meanwhile) may be given twice: a restart
+   * offers what it is given, which is idempotent.
+   */
+  const pendingPages = async (pageSize: number): Promise<PendingPages> => {
+    const bound = epoch;
+    if (bound === null) throw reset('not bound to the stored data: read the checkpoint first');
+    const indexed = (rows: readonly (string | null)[]): IndexedDelivery[] => {
+      const out: IndexedDelivery[] = [];
+      for (let i = 0; i < rows.length; i += 3) {
+        const [json, workspaceId] = [rows[i + 1], rows[i + 2]];
+        if (typeof json === 'string') out.push({ delivery: JSON.parse(json) as Delivery, workspaceId: String(workspaceId) });
+      }
+      return out;
+    };
+    const [status, fanned, ...rows] = (await reach(() => client.historyPendingAhead(...keys, prefix, bound))) as [string, string, ...(string | null)[]];
+    if (status === 'reset') throw lost();
+    const ahead = indexed(rows);
+    const aheadIds = new Set(ahead.map(({ delivery }) => delivery.id));
+    const deliveries = async function* (): AsyncGenerator<IndexedDelivery> {
+      yield* ahead;
+      let cursor = '0';
+      do {
+        const [status, next, ...rows] = (await reach(() => client.historyPendingPage(...keys, prefix, bound, cursor, String(pageSize)))) as [string, string, ...(string | null)[]];
+        if (status === 'reset') throw lost();
+        for (const waiting of indexed(rows)) if (!aheadIds.has(waiting.delivery.id)) yield waiting;
+        cursor = next;
+      } while (cursor !== '0');
+    };
+    return { deliveries: deliveries(), fannedOutThrough: Number(fanned) };
+  };
+
   return {
     async page(query) {
       const { after, createdBefore, createdFrom } = query;
@@ -456,32 +492,8 @@ export const createRedisDeliveryIndex = (options: RedisDeliveryIndexOptions): De
       return bind();
     },
     apply: enqueue,
-    async pending() {
-      const bound = epoch;
-      if (bound === null) throw reset('not bound to the stored data: read the checkpoint first');
-      const deliveries: IndexedDelivery[] = [];
-      // A delivery a scan returns twice (the set rehashed meanwhile), or waiting and ahead both, is taken once.
-      const seen = new Set<string>();
-      const take = (rows: readonly (string | null)[]): void => {
-        for (let i = 0; i < rows.length; i += 3) {
-          const [id, json, workspaceId] = [rows[i] as string, rows[i + 1], rows[i + 2]];
-          if (typeof json !== 'string' || seen.has(id)) continue;
-          seen.add(id);
-          deliveries.push({ delivery: JSON.parse(json) as Delivery, workspaceId: String(workspaceId) });
-        }
-      };
-      let cursor = '0';
-      do {
-        const [status, next, ...rows] = (await reach(() => client.historyPendingPage(...keys, prefix, bound, cursor, String(pendingPage)))) as [string, string, ...(string | null)[]];
-        if (status === 'reset') throw lost();
-        take(rows);
-        cursor = next;
-      } while (cursor !== '0');
-      const [status, fanned, ...rows] = (await reach(() => client.historyPendingAhead(...keys, prefix, bound))) as [string, string, ...(string | null)[]];
-      if (status === 'reset') throw lost();
-      take(rows);
-      return { deliveries, fannedOutThrough: Number(fanned) };
-    },
+    pending: async () => pendingWhole(await pendingPages(pendingPage)),
+    pendingPages,
     async prune(before, limit) {
       return Number(await reach(() => client.historyPrune(...keys, prefix, String(before), String(limit))));
     },

@@ -34,6 +34,7 @@ import {
   type IndexCheckpoint,
   type IndexedDelivery,
   type PendingDeliveries,
+  type PendingPages,
   type WaitingReader,
 } from './deliveries-index.js';
 
@@ -135,7 +136,7 @@ export interface SqliteDeliveryHistory extends DeliveryHistoryReader, WaitingRea
    * millions would otherwise hold in memory at once). Each page is a read of its own: a delivery
    * settled meanwhile may be left out, none still waiting is (rows keep their place when updated).
    */
-  pendingPages(pageSize: number): Promise<{ readonly deliveries: AsyncIterable<IndexedDelivery>; readonly fannedOutThrough: number }>;
+  pendingPages(pageSize: number): Promise<PendingPages>;
 }
 
 /** The writer: also commits its open transaction on demand (a reader on another connection sees it then). */
@@ -420,6 +421,10 @@ export const openSqliteDeliveryIndex = (options: { readonly file: string; readon
     pending() {
       commit();
       return reads.pending();
+    },
+    pendingPages(pageSize) {
+      commit();
+      return reads.pendingPages(pageSize);
     },
     commit,
     async prune(before, limit) {

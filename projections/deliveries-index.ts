@@ -127,6 +127,19 @@ export interface PendingDeliveries {
   readonly fannedOutThrough: number;
 }
 
+/** The same as PendingDeliveries, read a page at a time as it is iterated: a restart's take-over never holds a backlog of millions at once. */
+export interface PendingPages {
+  readonly deliveries: AsyncIterable<IndexedDelivery>;
+  readonly fannedOutThrough: number;
+}
+
+/** Everything `pages` gives, each delivery once (a source may give one twice). */
+export const pendingWhole = async ({ deliveries, fannedOutThrough }: PendingPages): Promise<PendingDeliveries> => {
+  const byId = new Map<string, IndexedDelivery>();
+  for await (const indexed of deliveries) byId.set(indexed.delivery.id, indexed);
+  return { deliveries: [...byId.values()], fannedOutThrough };
+};
+
 /** A delivery named by its subscription and id. */
 export interface DeliveryKey {
   readonly subscriptionId: string;
@@ -143,6 +156,11 @@ export interface DeliveryIndex extends DeliveryHistoryReader, WaitingReader {
   /** Applies one event of DELIVERY_INDEX_TYPES, in log order; one at or below the checkpoint changes nothing. */
   apply(event: ProjectedEvent): Promise<void> | void;
   pending(): Promise<PendingDeliveries>;
+  /**
+   * The same, read about `pageSize` at a time as they are iterated. Each page is a read of its own: a
+   * delivery settled meanwhile may be left out, none waiting throughout is; one may come twice.
+   */
+  pendingPages(pageSize: number): Promise<PendingPages>;
   /**
    * Drops up to `limit` settled deliveries created before `before` (µs) and says how many went. What a
    * restart needs stays: waiting deliveries, and those of events past the fan-out checkpoint (a

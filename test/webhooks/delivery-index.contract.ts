@@ -188,6 +188,25 @@ export const deliveryIndexContract = (name: string, factory: () => Promise<Deliv
       expect(pending.deliveries.find((p) => p.delivery.id === 'waiting')).to.deep.equal({ delivery: log.states.get('waiting'), workspaceId: 'ws' });
     });
 
+    it('pages what a restart takes over: the same deliveries as read at once, each once', async () => {
+      const log = deliveryLog();
+      const events: ProjectedEvent[] = [];
+      for (let i = 0; i < 30; i++) {
+        const scheduled = log.schedule(`s${i % 3}`, `d${i}`, { eventPosition: i + 1, fannedOutThrough: 24 });
+        // Every third settled: those of events up to 24 are history, those past it a restart needs.
+        events.push(log.record(`s${i % 3}`, i % 3 === 0 ? [...scheduled, ...log.attempt(`d${i}`, 'delivered')] : scheduled));
+      }
+      await apply(events);
+      const whole = await fixture.index.pending();
+      const paged = await fixture.index.pendingPages(4);
+      expect(paged.fannedOutThrough).to.equal(whole.fannedOutThrough);
+      const taken = [];
+      for await (const indexed of paged.deliveries) taken.push(indexed);
+      const byId = (a: { delivery: { id: string } }, b: { delivery: { id: string } }) => a.delivery.id.localeCompare(b.delivery.id);
+      expect(taken.sort(byId)).to.deep.equal([...whole.deliveries].sort(byId));
+      expect(taken.map(({ delivery }) => delivery.id)).to.include.members(['d27', 'd28', 'd29', 'd1', 'd2']).and.not.include('d0');
+    });
+
     it('prunes settled deliveries created before the cutoff, a batch at a time, and keeps what a restart needs', async () => {
       const log = deliveryLog();
       const events: ProjectedEvent[] = [];

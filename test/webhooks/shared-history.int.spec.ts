@@ -14,7 +14,9 @@ import { deliveryStream } from '../../src/domain/delivery/ids.js';
 import { systemMicros } from '../../src/log/clock.js';
 import { openSqliteLog, type SqliteEventLog } from '../../src/log/sqlite.js';
 import { eventId } from '../../src/shared/ids.js';
+import type { RestoredDelivery } from '../../src/webhooks/dispatch/dispatcher.js';
 import { sharedHistory, type SharedHistory } from '../../src/webhooks/dispatch/shared-history.js';
+import { openRedisDeliveryIndex } from '../../projections/deliveries-index-redis.js';
 import { redisServerInstalled, startPrivateRedis, type PrivateRedis } from '../support/redis-server.js';
 import { eventually } from '../support/webhooks-dispatch.js';
 
@@ -54,29 +56,44 @@ describe("a dispatcher's delivery history index thread over Redis (int)", functi
     rmSync(dir, { recursive: true, force: true });
   });
 
-  /** Records deliveries d`from`.. up to `count` as a dispatcher does, those below `delivered` delivered at their first attempt. */
-  const record = async (count: number, delivered: number, from = 0): Promise<void> => {
-    for (let i = from; i < count; i++) {
-      const decide = (command: DeliveryCommand, state: Parameters<typeof deliveryAggregate.decide>[1]) => {
-        const result = deliveryAggregate.decide(command, state);
-        if (result._tag === 'Left') throw new Error(result.left.message);
-        return result.right;
-      };
-      const at = systemMicros();
-      const schedule = { kind: 'schedule', deliveryId: `d${i}`, subscriptionId: SUBSCRIPTION, eventId: `x${i}`, eventType: 'ticket.created', eventPosition: i + 1, fannedOutThrough: i, at } as const;
-      const scheduled = decide(schedule, null);
-      const outcome = { delivered: true, statusCode: 200, error: null, latencyMs: 3 };
-      const steps = i < delivered ? [...scheduled, ...decide({ kind: 'record_attempt', attempt: 1, outcome, at: at + 1, retryDelaysMs: [] }, scheduled.reduce(deliveryAggregate.evolve, null))] : scheduled;
+  const decide = (command: DeliveryCommand, state: Parameters<typeof deliveryAggregate.decide>[1]) => {
+    const result = deliveryAggregate.decide(command, state);
+    if (result._tag === 'Left') throw new Error(result.left.message);
+    return result.right;
+  };
+  /** Delivery d`i`'s steps as a dispatcher records them: scheduled, and delivered at its first attempt (`delivered`), or only that attempt (`later`). */
+  const stepsOf = (i: number, delivered: boolean, later = false) => {
+    const at = systemMicros();
+    const schedule = { kind: 'schedule', deliveryId: `d${i}`, subscriptionId: SUBSCRIPTION, eventId: `x${i}`, eventType: 'ticket.created', eventPosition: i + 1, fannedOutThrough: i, at } as const;
+    const scheduled = decide(schedule, null);
+    const outcome = { delivered: true, statusCode: 200, error: null, latencyMs: 3 };
+    const attempt = decide({ kind: 'record_attempt', attempt: 1, outcome, at: at + 1, retryDelaysMs: [] }, scheduled.reduce(deliveryAggregate.evolve, null));
+    return later ? attempt : delivered ? [...scheduled, ...attempt] : scheduled;
+  };
+  /**
+   * Records deliveries d`from`.. up to `count` as a dispatcher does, those below `delivered` delivered
+   * at their first attempt (or, `later`, only that attempt of each), `perEvent` deliveries to a record.
+   */
+  const record = async (count: number, delivered: number, from = 0, { perEvent = 1, later = false } = {}): Promise<void> => {
+    for (let i = from; i < count; i += perEvent) {
+      const steps = Array.from({ length: Math.min(perEvent, count - i) }, (_, k) => stepsOf(i + k, i + k < delivered, later)).flat();
       await log.append(deliveryStream(SUBSCRIPTION), [{ id: eventId(), workspaceId: WORKSPACE, ...packSteps(steps) }], 'any');
     }
+  };
+
+  /** Everything `side` takes over at a restart, as the dispatcher iterates it. */
+  const takenOver = async (side: SharedHistory | null): Promise<RestoredDelivery[]> => {
+    const taken: RestoredDelivery[] = [];
+    for await (const restored of (await side?.restore())?.deliveries ?? []) taken.push(restored);
+    return taken;
   };
 
   it('takes over the waiting deliveries the thread indexed, none of the settled ones', async () => {
     await record(5, 3);
     await history?.feature.start?.();
-    const taken = await history?.restore();
-    expect(taken?.deliveries.map(({ delivery }) => delivery.id).sort()).to.deep.equal(['d3', 'd4']);
-    expect(taken?.deliveries.every(({ delivery, workspaceId }) => delivery.status === 'waiting' && workspaceId === WORKSPACE)).to.equal(true);
+    const taken = await takenOver(history);
+    expect(taken.map(({ delivery }) => delivery.id).sort()).to.deep.equal(['d3', 'd4']);
+    expect(taken.every(({ delivery, workspaceId }) => delivery.status === 'waiting' && workspaceId === WORKSPACE)).to.equal(true);
     // What the main thread reads on its own connection, from what the thread wrote.
     const recorded = await history?.records.recorded?.([{ subscriptionId: SUBSCRIPTION, deliveryId: 'd0' }, { subscriptionId: SUBSCRIPTION, deliveryId: 'd9' }]);
     expect(recorded).to.deep.equal([true, false]);
@@ -101,9 +118,9 @@ describe("a dispatcher's delivery history index thread over Redis (int)", functi
     const log = console.log;
     console.log = (...args: unknown[]) => void lines.push(args.join(' '));
     try {
-      const taken = await side?.restore();
+      const taken = await takenOver(side);
       const read = /(\d+) delivery records read since start/.exec(lines.join('\n'));
-      return { waiting: (taken?.deliveries ?? []).map(({ delivery }) => delivery.id).sort(), read: Number(read?.[1] ?? NaN) };
+      return { waiting: taken.map(({ delivery }) => delivery.id).sort(), read: Number(read?.[1] ?? NaN) };
     } finally {
       console.log = log;
     }
@@ -148,6 +165,70 @@ describe("a dispatcher's delivery history index thread over Redis (int)", functi
     expect(Date.now() - started, 'taken over once the lease ran out').to.be.below(10_000);
   });
 
+  /** Resolves once the index in Redis has no waiting delivery of the subscription left. */
+  const noneWaiting = async (): Promise<void> => {
+    const reader = openRedisDeliveryIndex({ url: redis.url });
+    try {
+      await reader.checkpoint();
+      await eventually('the index applied the attempts', async () => (await reader.appliedOf(SUBSCRIPTION)).waiting === 0);
+    } finally {
+      await reader.close();
+    }
+  };
+
+  it('hands what waits over a page at a time, each delivery once, reading no further than the page after the one being taken', async () => {
+    await record(8_000, 0, 0, { perEvent: 500 });
+    await history?.feature.start?.();
+    const whole = await takenOver(history);
+    expect(whole.length).to.equal(8_000);
+    expect(new Set(whole.map(({ delivery }) => delivery.id)).size, 'each once').to.equal(8_000);
+    // Taken one at a time from here: all of them delivered meanwhile by another dispatcher.
+    const taking = (await history?.restore())?.deliveries[Symbol.asyncIterator]() as AsyncIterator<RestoredDelivery>;
+    expect((await taking.next()).done).to.equal(false);
+    await record(8_000, 8_000, 0, { perEvent: 500, later: true });
+    await noneWaiting();
+    let rest = 0;
+    for (let next = await taking.next(); next.done !== true; next = await taking.next()) rest += 1;
+    // Read before they were delivered: the page taken, the one after it, and what the index's last script call gave beyond it.
+    expect(1 + rest, 'read only as taken').to.be.within(1_000, 3_500);
+    // Only the delivery of the event past the fan-out checkpoint, which a restart must know, delivered or not.
+    expect((await takenOver(history)).map(({ delivery }) => [delivery.id, delivery.status])).to.deep.equal([['d7999', 'delivered']]);
+    expect(deaths).to.deep.equal([]);
+  });
+
+  it('lets a read left before its end go, and reads whole again after it', async () => {
+    await record(3_000, 1_000, 0, { perEvent: 500 });
+    await history?.feature.start?.();
+    for await (const restored of (await history?.restore())?.deliveries ?? []) {
+      expect(restored.delivery.status).to.equal('waiting');
+      break;
+    }
+    const again = await takenOver(history);
+    expect(again.map(({ delivery }) => delivery.id).sort()).to.deep.equal(Array.from({ length: 2_000 }, (_, i) => `d${i + 1_000}`).sort());
+    expect(deaths).to.deep.equal([]);
+  });
+
+  it('reads again from the start when Redis loses the index during a read: every waiting delivery is handed over', async () => {
+    await record(3_000, 0, 0, { perEvent: 500 });
+    await history?.feature.start?.();
+    const taking = (await history?.restore())?.deliveries[Symbol.asyncIterator]() as AsyncIterator<RestoredDelivery>;
+    const ids = new Set<string>();
+    const first = await taking.next();
+    ids.add((first.value as RestoredDelivery).delivery.id);
+    const admin = new Redis(redis.url);
+    await admin.flushall();
+    admin.disconnect();
+    let handed = 1;
+    for (let next = await taking.next(); next.done !== true; next = await taking.next()) {
+      handed += 1;
+      ids.add(next.value.delivery.id);
+    }
+    expect(ids.size).to.equal(3_000);
+    // The third script call of the scan came after the loss: from there the read started again.
+    expect(handed, 'some handed over twice').to.be.above(3_000);
+    expect(deaths).to.deep.equal([]);
+  });
+
   it('tells the dispatcher when its index thread dies, and answers no more from it', async () => {
     await record(2, 0);
     await history?.feature.start?.();
@@ -155,7 +236,7 @@ describe("a dispatcher's delivery history index thread over Redis (int)", functi
     await eventually('the death told', () => deaths.length === 1);
     expect(deaths[0]?.message).to.match(/delivery history index thread exited/);
     let failure: unknown = null;
-    await history?.restore().catch((error: unknown) => (failure = error));
+    await takenOver(history).catch((error: unknown) => (failure = error));
     expect(failure).to.be.instanceOf(Error);
   });
 });

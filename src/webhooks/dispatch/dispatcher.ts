@@ -95,8 +95,8 @@ export interface RestoredDelivery {
  * index instead (src/webhooks/dispatch/shared-history.ts), so none of these grows with the history.
  */
 export interface DeliveryRecords {
-  /** Every delivery still waiting: a lost shared schedule is re-seeded from them. */
-  waiting(): Promise<readonly RestoredDelivery[]>;
+  /** Every delivery still waiting, read as it is iterated where the source pages them: a lost shared schedule is re-seeded from them. */
+  waiting(): AsyncIterable<RestoredDelivery>;
   /** One delivery as the log has it now, with the position of the last record it reflects; undefined when unknown (or pruned). */
   current(subscriptionId: string, deliveryId: string): Promise<DeliveryAsOf | undefined>;
   /**
@@ -121,8 +121,8 @@ export type DeliveryLookup = (deliveryIds: readonly string[]) => Promise<Readonl
 
 /** The deliveries as the log has them: folded from every delivery record, or a subscription's whole stream. */
 export const recordsFromLog = (log: EventLog): DeliveryRecords => ({
-  async waiting() {
-    return (await readDeliveryHistory(log)).deliveries.filter(({ delivery }) => delivery.status === 'waiting');
+  async *waiting() {
+    for (const restored of (await readDeliveryHistory(log)).deliveries) if (restored.delivery.status === 'waiting') yield restored;
   },
   async current(subscriptionId, deliveryId) {
     const events = await log.readStream(deliveryStream(subscriptionId));
@@ -620,16 +620,25 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
    * removed it, so the attempt is not sent twice at once.
    */
   const reseed = async (store: SharedRetrySchedule): Promise<void> => {
-    const waiting = (await records.waiting()).flatMap(({ delivery, workspaceId }) =>
-      delivery.nextAttemptAt !== null && subscriptions.get(workspaceId, delivery.subscriptionId) !== undefined
-        ? [dueAttempt(delivery, delivery.nextAttemptAt)]
-        : [],
-    );
-    console.warn(`retry schedule lost (Redis restarted without persistence?): re-seeding ${waiting.length} waiting deliveries from the log`);
+    console.warn('retry schedule lost (Redis restarted without persistence?): re-seeding it with the waiting deliveries');
     const now = clock();
     const leaseEnd = now + store.leaseMs * 1000;
-    for (const entry of waiting) await store.offer(entry.dueAt <= now ? { ...entry, dueAt: leaseEnd } : entry);
-    pump.kick();
+    let seeded = 0;
+    // A batch of offers at a time, as they are read: a backlog of millions is never held at once.
+    let batch: DueAttempt[] = [];
+    const offer = async (): Promise<void> => {
+      await Promise.all(batch.map((entry) => store.offer(entry.dueAt <= now ? { ...entry, dueAt: leaseEnd } : entry)));
+      seeded += batch.length;
+      batch = [];
+      pump.kick();
+    };
+    for await (const { delivery, workspaceId } of records.waiting()) {
+      if (delivery.nextAttemptAt === null || subscriptions.get(workspaceId, delivery.subscriptionId) === undefined) continue;
+      batch.push(dueAttempt(delivery, delivery.nextAttemptAt));
+      if (batch.length === PARKING_BATCH) await offer();
+    }
+    await offer();
+    console.warn(`retry schedule re-seeded with ${seeded} waiting deliveries`);
   };
   if (shared !== null) shared.onLost(() => reseed(shared));
 

@@ -7,6 +7,7 @@ import type { MicrosClock } from '../../log/clock.js';
 import type { EventLog } from '../../log/event-log.js';
 import { deliveriesNow, deliveryNow, waitingNow } from './delivery-now.js';
 import type { DeliveryRecords } from './dispatcher.js';
+import type { DeliveryHistory } from './restore.js';
 import { DELIVERY_INDEX_TYPES, type DeliveryHistoryReader, type DeliveryIndex, type PendingDeliveries, type WaitingReader } from '../../../projections/deliveries-index.js';
 
 /** Deliveries pruned per transaction, so a prune never holds the index for long. */
@@ -31,8 +32,10 @@ export interface HistoryIndexer {
  * A dispatcher's reads of deliveries it does not hold, from the index (and the records after its
  * position), never the whole log nor a subscription's whole stream; `pending` reads what waits once the index has caught up with the log.
  */
-export const recordsFromIndex = (log: EventLog, index: DeliveryHistoryReader & WaitingReader, pending: () => Promise<PendingDeliveries>): DeliveryRecords => ({
-  waiting: async () => (await pending()).deliveries.filter(({ delivery }) => delivery.status === 'waiting'),
+export const recordsFromIndex = (log: EventLog, index: DeliveryHistoryReader & WaitingReader, pending: () => Promise<DeliveryHistory>): DeliveryRecords => ({
+  async *waiting() {
+    for await (const restored of (await pending()).deliveries) if (restored.delivery.status === 'waiting') yield restored;
+  },
   current: (subscriptionId, deliveryId) => deliveryNow(index, log, subscriptionId, deliveryId),
   seeds: index,
   lookup: async (subscriptionId) => (deliveryIds) => deliveriesNow(index, log, subscriptionId, deliveryIds),

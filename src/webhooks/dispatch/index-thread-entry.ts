@@ -12,7 +12,7 @@ import * as path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { getHeapStatistics } from 'node:v8';
 import { parentPort, workerData } from 'node:worker_threads';
-import { DELIVERY_INDEX_TYPES, type DeliveryIndex, type PendingDeliveries } from '../../../projections/deliveries-index.js';
+import { DELIVERY_INDEX_TYPES, type DeliveryIndex, type IndexedDelivery, type PendingPages } from '../../../projections/deliveries-index.js';
 import type { WriterLease } from '../../../projections/deliveries-index-redis.js';
 import { ProjectionReset } from '../../app/projection-runner.js';
 import { openDispatcherLog } from '../../bus/role-log.js';
@@ -20,7 +20,7 @@ import type { Config } from '../../config/config.js';
 import { systemMicros } from '../../log/clock.js';
 import { lowerThreadPriority, nameThread } from '../../shared/thread-priority.js';
 import { createHistoryIndexer, type HistoryIndexer } from './history-index.js';
-import type { FromIndexer, TakenOver, ToIndexer } from './index-thread.js';
+import type { FromIndexer, TakeOverPage, ToIndexer } from './index-thread.js';
 
 const port = parentPort;
 if (port === null) throw new Error('index-thread-entry runs in a worker thread');
@@ -130,28 +130,77 @@ const caughtUpTo = async (position: number): Promise<void> => {
   }
 };
 
+/** Deliveries handed to the parent at a time, as it takes them. */
+const TAKE_OVER_PAGE = 1_000;
+
+/** Binds to the index again once it lost its data: its holder rebuilds it from the log, a standby binds to what is stored now (it applies nothing by it). */
+const rebind = async (reset: ProjectionReset): Promise<void> => {
+  if (active !== null) active.runner.resume(reset.message);
+  else await index.checkpoint();
+};
+
 /** What a restart takes over, read once the index has applied everything the log has now. */
-const pending = async (): Promise<PendingDeliveries> => {
-  if (lease === undefined) return (active as HistoryIndexer).pending();
+const pendingNow = async (): Promise<PendingPages> => {
   for (;;) {
     await caughtUpTo(await log.headPosition());
     try {
-      return await index.pending();
+      return await index.pendingPages(TAKE_OVER_PAGE);
     } catch (error) {
       if (!(error instanceof ProjectionReset)) throw error;
-      // The data was lost (or this standby never bound to it): the holder rebuilds the index from
-      // the log, and a standby binds to what is stored now (it applies nothing by it).
-      if (active !== null) active.runner.resume(error.message);
-      else await index.checkpoint();
+      await rebind(error);
     }
   }
 };
 
+/**
+ * `first`'s deliveries in pages of TAKE_OVER_PAGE; read again from the start should the index lose
+ * its data meanwhile (what was handed over is handed over again: the parent offers it to the
+ * schedule, which takes an offer twice as once).
+ */
+const takeOverPages = async function* (first: PendingPages): AsyncGenerator<IndexedDelivery[]> {
+  for (let source = first; ; source = await pendingNow()) {
+    let page: IndexedDelivery[] = [];
+    try {
+      for await (const delivery of source.deliveries) {
+        page.push(delivery);
+        if (page.length < TAKE_OVER_PAGE) continue;
+        yield page;
+        page = [];
+      }
+    } catch (error) {
+      if (!(error instanceof ProjectionReset)) throw error;
+      await rebind(error);
+      continue;
+    }
+    if (page.length > 0) yield page;
+    return;
+  }
+};
+
+/** The reads under way, by number: each reads a page when the parent asks for it, and no further. */
+const reads = new Map<number, { readonly pages: AsyncIterator<IndexedDelivery[]>; readonly fannedOutThrough: number }>();
+let readCount = 0;
+
+const nextPage = async (read: number): Promise<TakeOverPage> => {
+  const reading = reads.get(read);
+  if (reading === undefined) throw new Error(`no read ${read} under way`);
+  const { value, done } = await reading.pages.next();
+  if (done === true) reads.delete(read);
+  return { read, deliveries: done === true ? [] : value, more: done !== true, fannedOutThrough: reading.fannedOutThrough, applied };
+};
+
+const startRead = async (): Promise<TakeOverPage> => {
+  const first = await pendingNow();
+  const read = ++readCount;
+  reads.set(read, { pages: takeOverPages(first), fannedOutThrough: first.fannedOutThrough });
+  return nextPage(read);
+};
+
 const send = (message: FromIndexer): void => port.postMessage(message);
-/** Answers request `id` once `work` is done, with what it took over when it read that. */
-const answer = (id: number, work: Promise<TakenOver | void>): void => {
+/** Answers request `id` once `work` is done, with the page it read, if any. */
+const answer = (id: number, work: Promise<TakeOverPage | void>): void => {
   work.then(
-    (taken) => send({ kind: 'done', id, heapUsedBytes: getHeapStatistics().used_heap_size, ...(taken === undefined ? {} : { taken }) }),
+    (page) => send({ kind: 'done', id, heapUsedBytes: getHeapStatistics().used_heap_size, ...(page === undefined ? {} : { page }) }),
     (error: unknown) => send({ kind: 'failed', id, message: error instanceof Error ? error.message : String(error) }),
   );
 };
@@ -162,7 +211,14 @@ port.on('message', (message: ToIndexer) => {
     case 'sync':
       return answer(message.id, caughtUpTo(message.position).then(commit));
     case 'pending':
-      return answer(message.id, pending().then((deliveries) => ({ pending: deliveries, applied })));
+      return answer(message.id, startRead());
+    case 'page':
+      return answer(message.id, nextPage(message.read));
+    case 'drop': {
+      const reading = reads.get(message.read);
+      reads.delete(message.read);
+      return void reading?.pages.return?.(undefined).catch(() => undefined);
+    }
     case 'forget':
       return answer(message.id, index.forget(message.subscriptionId).then(commit));
     case 'heap':

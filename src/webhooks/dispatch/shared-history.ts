@@ -10,18 +10,19 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Core, Feature } from '../../app/core.js';
 import type { EventLog } from '../../log/event-log.js';
-import type { DeliveryHistoryReader, DeliveryIndex, PendingDeliveries, WaitingReader } from '../../../projections/deliveries-index.js';
+import type { DeliveryHistoryReader, DeliveryIndex, IndexedDelivery, PendingPages, WaitingReader } from '../../../projections/deliveries-index.js';
 import { openRedisDeliveryIndex } from '../../../projections/deliveries-index-redis.js';
 import type { DeliveryRecords } from './dispatcher.js';
 import { recordsFromIndex } from './history-index.js';
+import type { DeliveryHistory } from './restore.js';
 import { startHistoryIndexThread, type HistoryIndexThread } from './index-thread.js';
 
 export interface SharedHistory {
   /** Keeps the index current; started before the delivery engine, stopped after it. */
   readonly feature: Feature;
   readonly records: DeliveryRecords;
-  /** What a start takes over: the waiting deliveries once the index has caught up with the log. */
-  readonly restore: () => Promise<PendingDeliveries>;
+  /** What a start takes over: the waiting deliveries once the index has caught up with the log, handed over a page at a time as they are taken. */
+  readonly restore: () => Promise<PendingPages>;
   /** Ends the index thread abruptly, as a crash would (tests). */
   killIndexThread(): Promise<void>;
 }
@@ -33,7 +34,7 @@ const endProcess = (error: Error): void => {
 };
 
 /** The index's reads for a dispatcher fed by Kafka: an event handed over again finds its deliveries in the index. */
-export const recordsForKafka = (log: EventLog, index: DeliveryHistoryReader & WaitingReader & Pick<DeliveryIndex, 'has'>, pending: () => Promise<PendingDeliveries>): DeliveryRecords => ({
+export const recordsForKafka = (log: EventLog, index: DeliveryHistoryReader & WaitingReader & Pick<DeliveryIndex, 'has'>, pending: () => Promise<DeliveryHistory>): DeliveryRecords => ({
   ...recordsFromIndex(log, index, pending),
   recorded: (keys) => index.has(keys),
 });
@@ -68,11 +69,18 @@ export const sharedHistory = (core: Core, url: string, died: (error: Error) => v
         await index.close();
       },
     },
-    records: recordsForKafka(core.log, index, async () => (await indexThread().pending()).pending),
+    records: recordsForKafka(core.log, index, () => indexThread().pending()),
     async restore() {
-      const { pending, applied } = await indexThread().pending();
-      console.log(`delivery history: ${pending.deliveries.length} deliveries taken over from the index, ${applied} delivery records read since start to catch up with the log`);
-      return pending;
+      const { deliveries, fannedOutThrough, applied } = await indexThread().pending();
+      async function* counted(): AsyncGenerator<IndexedDelivery> {
+        let taken = 0;
+        for await (const delivery of deliveries) {
+          taken += 1;
+          yield delivery;
+        }
+        console.log(`delivery history: ${taken} deliveries taken over from the index, ${applied} delivery records read since start to catch up with the log`);
+      }
+      return { deliveries: counted(), fannedOutThrough };
     },
     killIndexThread: () => indexThread().kill(),
   };

@@ -45,10 +45,10 @@ const index = openSqliteDeliveryHistory({ file: path.join(config.dataDir, DELIVE
 const RESTORE_PAGE = 1_000;
 /** Resolves once the index has committed everything the log has now. */
 const caughtUp = async (): Promise<void> => (await indexThread).appliedThrough(await log.headPosition());
-/** What waits, once the index has caught up. */
+/** What waits, once the index has caught up, read a page at a time as it is iterated. */
 const pending = async () => {
   await caughtUp();
-  return index.pending();
+  return index.pendingPages(RESTORE_PAGE);
 };
 // The engine reads subscriptions and reports on them through the command handler only.
 const core = backgroundCore(config, log, systemMicros);
@@ -58,8 +58,7 @@ const source: EventSource = (options) => {
   dispatcher = options.dispatcher;
   // A page at a time: a backlog of millions is never held at once (the dispatcher parks what it need not hold).
   const restore = async () => {
-    await caughtUp();
-    const { deliveries, fannedOutThrough } = await index.pendingPages(RESTORE_PAGE);
+    const { deliveries, fannedOutThrough } = await pending();
     async function* forgettingGone(): AsyncGenerator<IndexedDelivery> {
       // The history of subscriptions deleted while no thread was looking (their marker gone with their stream).
       const gone = new Set<string>();

@@ -8,9 +8,10 @@
 // (a worker thread, as in the role) catches the index up and reads what waits, and the main thread
 // offers each delivery to the shared schedule. Figures: the time from the start of the read to the
 // last offer, the heap the main thread retained meanwhile (after a full GC, sampled every 250 ms) and
-// the index thread's heap in use at most (sampled as often), and the longest the main thread's event
-// loop was held. The ceiling: the same restart with the index read on the main thread itself (no
+// the index thread's heap in use at most (sampled as often), the longest the main thread's event
+// loop was held, and the CPU time Redis spent meanwhile (every role shares it). The ceiling: the same restart with the index read on the main thread itself (no
 // thread, nothing handed between threads), on a fresh backlog of the same size.
+import { Redis } from 'ioredis';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { backgroundCore } from '../../src/app/log-core.js';
 import { loadConfig } from '../../src/config/config.js';
@@ -25,7 +26,20 @@ interface Restarted {
   readonly loopHeldMaxMs: number;
   /** The index thread's heap in use at most; null for the ceiling (no thread). */
   readonly threadHeapMb: number | null;
+  readonly redisCpuS: number;
 }
+
+/** Redis' CPU time so far, user and system (s). */
+const redisCpu = async (): Promise<number> => {
+  const client = new Redis(URL);
+  try {
+    const info = await client.info('cpu');
+    const figure = (name: string): number => Number(new RegExp(`^${name}:([0-9.]+)`, 'm').exec(info)?.[1] ?? NaN);
+    return figure('used_cpu_user') + figure('used_cpu_sys');
+  } finally {
+    client.disconnect();
+  }
+};
 
 /** The ceiling: the index read on this thread, as the kit's restart does. */
 const inProcess = (events: number): Promise<Restarted> =>
@@ -33,11 +47,13 @@ const inProcess = (events: number): Promise<Restarted> =>
     async (run) => {
       await backlog(run, events);
       const second = dispatcherOf(run, REFUSED, { n: 0 });
+      const cpu = await redisCpu();
       const watch = watchLoop(heapAfterGc());
       const ms = await restart(run, second);
       const { heldMs, heapMb } = watch.stop();
+      const redisCpuS = round((await redisCpu()) - cpu, 1);
       await second.stop();
-      return { ms, heapMb, loopHeldMaxMs: heldMs, threadHeapMb: null };
+      return { ms, heapMb, loopHeldMaxMs: heldMs, threadHeapMb: null, redisCpuS };
     },
     { asRole: true },
   );
@@ -64,16 +80,18 @@ const throughThread = (events: number): Promise<Restarted> =>
           }
         })();
         const baseline = (await threadHeap?.()) ?? 0;
+        const cpu = await redisCpu();
         const watch = watchLoop(heapAfterGc());
         const started = performance.now();
         const taken = await history.restore();
         await second.resume(taken.deliveries, taken.fannedOutThrough);
         const ms = round(performance.now() - started, 0);
         const { heldMs, heapMb } = watch.stop();
+        const redisCpuS = round((await redisCpu()) - cpu, 1);
         done = true;
         await sampling;
         await second.stop();
-        return { ms, heapMb, loopHeldMaxMs: heldMs, threadHeapMb: mb(Math.max(0, threadMost - baseline)) };
+        return { ms, heapMb, loopHeldMaxMs: heldMs, threadHeapMb: mb(Math.max(0, threadMost - baseline)), redisCpuS };
       } finally {
         await history.feature.stop?.();
       }
@@ -82,7 +100,7 @@ const throughThread = (events: number): Promise<Restarted> =>
   );
 
 const line = (how: string, events: number, result: Restarted): string =>
-  `dispatcher-restart (${how}): ${events} waiting offered in ${result.ms} ms, main thread ${result.heapMb} MB retained at most, its loop held ${result.loopHeldMaxMs} ms at most` +
+  `dispatcher-restart (${how}): ${events} waiting offered in ${result.ms} ms (Redis ${result.redisCpuS} CPU s), main thread ${result.heapMb} MB retained at most, its loop held ${result.loopHeldMaxMs} ms at most` +
   (result.threadHeapMb === null ? '' : `, index thread ${result.threadHeapMb} MB more in use at most`);
 
 export async function run({ long }: { long: boolean }): Promise<Record<string, number | string>> {
@@ -103,6 +121,8 @@ export async function run({ long }: { long: boolean }): Promise<Record<string, n
       main_heap_mb: role.heapMb,
       main_loop_held_max_ms: role.loopHeldMaxMs,
       index_thread_heap_mb: role.threadHeapMb ?? 0,
+      ceiling_redis_cpu_s: ceiling.redisCpuS,
+      redis_cpu_s: role.redisCpuS,
     };
   } finally {
     await engine('redis', 'stop');

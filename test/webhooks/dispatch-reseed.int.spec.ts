@@ -1,6 +1,6 @@
 // A dispatcher whose shared retry schedule was lost (Redis restarted without persistence) offers every
 // waiting delivery again, a batch at a time as it reads them: a backlog of hundreds of thousands is
-// never read whole before the first offer, nor offered one round trip at a time. Real Redis (a private
+// never read whole before the first offer, nor offered one call at a time. Real Redis (a private
 // server) for the schedule; the waiting deliveries from a source that counts what was read of it.
 import { expect } from 'chai';
 import { Redis } from 'ioredis';
@@ -43,7 +43,15 @@ describe('a dispatcher re-seeding a lost shared schedule (int)', function () {
     };
     const schedule = await world.sharedSchedule();
     const offers: { readonly entry: DueAttempt; readonly readBefore: number }[] = [];
-    const watched: SharedRetrySchedule = { ...schedule, offer: (entry) => (offers.push({ entry, readBefore: read }), schedule.offer(entry)) };
+    let calls = 0;
+    const watched: SharedRetrySchedule = {
+      ...schedule,
+      offer: (...entries) => {
+        calls += 1;
+        offers.push(...entries.map((entry) => ({ entry, readBefore: read })));
+        return schedule.offer(...entries);
+      },
+    };
     const dispatcher = createDispatcher({ ...recordingDeps(world.log, world.directory, []), schedule: { shared: watched }, records, retryDelaysMs: [60_000] });
     world.dispatchers.push(dispatcher);
     dispatcher.start();
@@ -56,6 +64,7 @@ describe('a dispatcher re-seeding a lost shared schedule (int)', function () {
     }
     await eventually('every waiting delivery offered', () => offers.length === WAITING, 30_000);
     expect(offers[0]?.readBefore, 'the first offer made after a batch was read, not all').to.be.at.most(1_000);
+    expect(calls, 'a call a batch').to.equal(3);
     expect(new Set(offers.map(({ entry }) => entry.deliveryId)).size).to.equal(WAITING);
     expect(offers.every(({ entry }) => entry.dueAt === later && entry.subscriptionId === SUBSCRIPTION)).to.equal(true);
     expect(await schedule.size()).to.equal(WAITING);

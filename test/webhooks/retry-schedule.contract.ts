@@ -136,6 +136,30 @@ export const retryScheduleContract = (name: string, factory: (() => Promise<Retr
       expect(await schedule.takeDue(100, 10, unlimited)).to.deep.equal([{ deliveryId: 'a', subscriptionId: 's', dueAt: 7, round: 1 }]);
     });
 
+    it('takes several offers in one call as one at a time in their order, however many', async () => {
+      const { schedule, other } = fixture;
+      await schedule.put({ deliveryId: 'c', subscriptionId: 's', dueAt: 50, round: 1 });
+      await other.offer(
+        { deliveryId: 'a', subscriptionId: 's', dueAt: 20, round: 1 },
+        // The same delivery again in the call: the first stays.
+        { deliveryId: 'a', subscriptionId: 's', dueAt: 5, round: 1 },
+        { deliveryId: 'b', subscriptionId: 't', dueAt: 7, round: 1, retry: true },
+        // A later round replaces the scheduled one; an offer of its round after it changes nothing.
+        { deliveryId: 'c', subscriptionId: 's', dueAt: 3, round: 2 },
+        { deliveryId: 'c', subscriptionId: 's', dueAt: 1, round: 2 },
+        // More than a script call's worth (256).
+        ...Array.from({ length: 600 }, (_, i) => ({ deliveryId: `m${i}`, subscriptionId: 'u', dueAt: 1_000 + i, round: 1 })),
+      );
+      expect(await schedule.size()).to.equal(603);
+      expect(await schedule.takeDue(100, 10, unlimited)).to.have.deep.members([
+        { deliveryId: 'a', subscriptionId: 's', dueAt: 20, round: 1 },
+        { deliveryId: 'b', subscriptionId: 't', dueAt: 7, round: 1, retry: true },
+        { deliveryId: 'c', subscriptionId: 's', dueAt: 3, round: 2 },
+      ]);
+      const rest = await schedule.takeDue(10_000, 1_000, unlimited);
+      expect(rest.map((e) => e.deliveryId).sort()).to.deep.equal(Array.from({ length: 600 }, (_, i) => `m${i}`).sort());
+    });
+
     it('acts on calls issued together in the order they were issued: a remove never overtakes a later put', async () => {
       const { schedule } = fixture;
       await schedule.put({ deliveryId: 'a', subscriptionId: 's', dueAt: 10, round: 1 }, { deliveryId: 'b', subscriptionId: 's', dueAt: 20, round: 1 });

@@ -320,7 +320,7 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
     // take is a call in memory: the puts of a turn are taken together once it ends, which starting each
     // fan-out's attempts at its put made slower (the embedded burst's p99 higher in five pairs of six).
     if (how === 'put' && shared) return pump.put(entries);
-    await (how === 'put' ? schedule.put(...entries) : Promise.all(entries.map((entry) => schedule.offer(entry))));
+    await (how === 'put' ? schedule.put(...entries) : schedule.offer(...entries));
     pump.kick();
   };
 
@@ -624,10 +624,10 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
     const now = clock();
     const leaseEnd = now + store.leaseMs * 1000;
     let seeded = 0;
-    // A batch of offers at a time, as they are read: a backlog of millions is never held at once.
+    // A batch of offers at a time (one call), as they are read: a backlog of millions is never held at once.
     let batch: DueAttempt[] = [];
     const offer = async (): Promise<void> => {
-      await Promise.all(batch.map((entry) => store.offer(entry.dueAt <= now ? { ...entry, dueAt: leaseEnd } : entry)));
+      await store.offer(...batch.map((entry) => (entry.dueAt <= now ? { ...entry, dueAt: leaseEnd } : entry)));
       seeded += batch.length;
       batch = [];
       pump.kick();

@@ -50,9 +50,9 @@ export interface RetrySchedule {
    * how a dispatcher announces a delivery it does not own (a retry request, a restart). A claim is
    * settled only by put/remove once the attempt is recorded, so a waiting delivery stays in the
    * schedule from its first put until it is settled, and an offer never brings back an attempt that
-   * is under way.
+   * is under way. Several in one call cost about one round trip (a restart's, a re-seed's).
    */
-  offer(entry: DueAttempt): Promise<void>;
+  offer(...entries: DueAttempt[]): Promise<void>;
   /** Drops the delivery's entry; with `round`, only an entry of that round or an earlier one (a later round offered meanwhile stays). */
   remove(deliveryId: string, round?: number): Promise<void>;
   /**

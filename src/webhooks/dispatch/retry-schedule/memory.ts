@@ -165,8 +165,8 @@ export const createMemoryRetrySchedule = (): RetrySchedule => {
       }
       return taken;
     },
-    offer: async (entry) => {
-      if ((current.get(entry.deliveryId)?.round ?? 0) < entry.round) put(entry);
+    offer: async (...entries) => {
+      for (const entry of entries) if ((current.get(entry.deliveryId)?.round ?? 0) < entry.round) put(entry);
     },
     remove: async (deliveryId, round) => {
       if (round !== undefined && (current.get(deliveryId)?.round ?? 0) > round) return;

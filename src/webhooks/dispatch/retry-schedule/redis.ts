@@ -111,15 +111,18 @@ putEntries(ARGV[2], 3, #ARGV)`,
 local last = 6 + tonumber(ARGV[6])
 putEntries(ARGV[2], 7, last)
 return claim(ARGV[3], ARGV[4], tonumber(ARGV[5]), last + 1)`,
-  // ARGV: prefix, id, subscriptionId, dueAt, round, kind. An entry of this round or a later one stays, scheduled or claimed.
+  // ARGV: prefix, then id, subscriptionId, dueAt, round, kind of each entry. An entry of its round or a later one stays, scheduled or claimed.
   retryOffer: `
-local v = redis.call('HGET', entries, ARGV[2])
-if v then
-  local _, _, round = split(v)
-  if round >= tonumber(ARGV[5]) then return end
-  unschedule(ARGV[2])
-end
-schedule(ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6] == 'r')`,
+for i = 2, #ARGV, 5 do
+  local v = redis.call('HGET', entries, ARGV[i])
+  local stays = false
+  if v then
+    local _, _, round = split(v)
+    stays = round >= tonumber(ARGV[i + 3])
+    if not stays then unschedule(ARGV[i]) end
+  end
+  if not stays then schedule(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4] == 'r') end
+end`,
   // ARGV: prefix, then id, round ('' for any) of each entry. An entry of a later round than the one named stays.
   retryRemove: `
 for i = 2, #ARGV, 2 do
@@ -319,9 +322,12 @@ export const createRedisRetrySchedule = (options: RedisRetryScheduleOptions): Sh
       const flat = (await client.retryPutClaim(...keys, lanePrefix, owner, String(now), String(now + leaseUs), String(limit), String(fields.length), ...fields, ...claimArgs(offered, pools))) as string[];
       return claimedOf(flat);
     },
-    async offer(entry) {
+    async offer(...entries) {
       sendRemovals();
-      await client.retryOffer(...keys, lanePrefix, entry.deliveryId, entry.subscriptionId, String(entry.dueAt), String(entry.round), kind(entry));
+      // Sent together (one pipeline, in order), a script call a slice: a restart offers hundreds of thousands.
+      const slices: DueAttempt[][] = [];
+      for (let start = 0; start < entries.length; start += ENTRIES_PER_SCRIPT) slices.push(entries.slice(start, start + ENTRIES_PER_SCRIPT));
+      await Promise.all(slices.map((slice) => client.retryOffer(...keys, lanePrefix, ...fieldsOf(slice))));
     },
     remove(deliveryId, round) {
       return new Promise<void>((resolve, reject) => {

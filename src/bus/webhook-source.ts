@@ -4,14 +4,16 @@
 // a delivery record's `fanned_out_through` is its own event's position. An event handed over again
 // after a crash or a rebalance must find its deliveries recorded: with the delivery-history index
 // (REDIS_URL) the dispatcher asks it (DeliveryRecords.recorded) and a start takes over only what is
-// waiting; without it, a start reads every delivery of the log and remembers them all. Deactivations
+// waiting, while it consumes; without it, a start reads every delivery of the log and remembers them
+// all before it consumes. Deactivations
 // and manual retries recorded by the API servers still come from the log (internal events, never on
 // the topic).
 import type { Kafka } from 'kafkajs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { SUBSCRIPTION_EVENTS, subscriptionStream } from '../domain/subscription/subscription.js';
 import { DELIVERY_RETRY_REQUESTED } from '../domain/delivery/delivery.js';
 import type { LogSubscription, RecordedEvent } from '../log/event-log.js';
-import type { Dispatcher } from '../webhooks/dispatch/dispatcher.js';
+import type { Dispatcher, RestoredDelivery } from '../webhooks/dispatch/dispatcher.js';
 import type { LogTail, LogTailOptions } from '../webhooks/dispatch/log-tail.js';
 import { readDeliveryHistory, type DeliveryHistory } from '../webhooks/dispatch/restore.js';
 import { takeUpRetryRequests } from '../webhooks/dispatch/retry-requests.js';
@@ -39,7 +41,16 @@ const fromLog = (dispatcher: Dispatcher) => {
 /** Every delivery of the log, each one remembered (none is past a fan-out checkpoint the log does not know). */
 const wholeHistory = async (log: LogTailOptions['log']): Promise<DeliveryHistory> => ({ ...(await readDeliveryHistory(log)), fannedOutThrough: 0 });
 
-/** `restore`: what a start takes over (default: the whole delivery history of the log). */
+/** How long a take-over that failed part way waits before it reads again (an offer made twice changes nothing). */
+export const TAKE_OVER_RETRY_MS = 1_000;
+
+/**
+ * `restore`: what a start takes over from the delivery-history index, read once the index has caught
+ * up with the log (default: the whole delivery history of the log). With the index, an event handed
+ * over again finds its deliveries there, not among those the take-over remembers: the take-over goes
+ * on while events are consumed (at hundreds of thousands waiting it takes seconds), started again
+ * from a new read should it fail part way.
+ */
 export const createKafkaSource =
   (bus: KafkaSourceOptions, restore?: () => Promise<DeliveryHistory>) =>
   ({ log, subscriptions, dispatcher }: LogTailOptions): LogTail => {
@@ -52,19 +63,48 @@ export const createKafkaSource =
       },
     });
     let internal: LogSubscription | null = null;
+    let stopping = false;
+    let takingOver: Promise<void> = Promise.resolve();
+    /** Ends the take-over at the delivery after a stop. */
+    async function* untilStopped(deliveries: DeliveryHistory['deliveries']): AsyncGenerator<RestoredDelivery> {
+      for await (const restored of deliveries) {
+        if (stopping) return;
+        yield restored;
+      }
+    }
+    const takeOver = async (first: DeliveryHistory, read: () => Promise<DeliveryHistory>): Promise<void> => {
+      let history: DeliveryHistory | null = first;
+      while (!stopping) {
+        try {
+          history ??= await read();
+          return await dispatcher.resume(untilStopped(history.deliveries), history.fannedOutThrough);
+        } catch (error) {
+          console.error('webhook dispatcher: taking over what waits failed, reading it again:', error);
+          history = null;
+          await sleep(TAKE_OVER_RETRY_MS);
+        }
+      }
+    };
     return {
       async start() {
         // From before the history is read: what is recorded meanwhile is taken up twice, harmlessly, never missed.
         const after = await log.headPosition();
-        const history = await (restore?.() ?? wholeHistory(log));
-        await dispatcher.resume(history.deliveries, history.fannedOutThrough);
+        if (restore === undefined) {
+          const history = await wholeHistory(log);
+          await dispatcher.resume(history.deliveries, history.fannedOutThrough);
+        } else {
+          const first = await restore();
+          takingOver = takeOver(first, restore);
+        }
         internal = log.subscribe({ after, types: [SUBSCRIPTION_EVENTS.deactivated, DELIVERY_RETRY_REQUESTED] }, fromLog(dispatcher));
         internal.done.catch((error: unknown) => console.error('webhook deactivations and retry requests stopped:', error));
         await consumer.start();
       },
       async stop() {
+        stopping = true;
         await consumer.stop();
         await internal?.stop();
+        await takingOver;
       },
     };
   };

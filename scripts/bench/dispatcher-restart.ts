@@ -9,7 +9,8 @@
 // offers each delivery to the shared schedule. Figures: the time from the start of the read to the
 // last offer, the heap the main thread retained meanwhile (after a full GC, sampled every 250 ms) and
 // the index thread's heap in use at most (sampled as often), the longest the main thread's event
-// loop was held, and the CPU time Redis spent meanwhile (every role shares it). The ceiling: the same restart with the index read on the main thread itself (no
+// loop was held, the CPU time Redis spent meanwhile (every role shares it), and when the first page
+// was in (a role consumes Kafka from then on, the take-over going on meanwhile). The ceiling: the same restart with the index read on the main thread itself (no
 // thread, nothing handed between threads), on a fresh backlog of the same size.
 import { Redis } from 'ioredis';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -27,6 +28,8 @@ interface Restarted {
   /** The index thread's heap in use at most; null for the ceiling (no thread). */
   readonly threadHeapMb: number | null;
   readonly redisCpuS: number;
+  /** When the first page was in, from which on a role consumes; null for the ceiling. */
+  readonly consumingAfterMs: number | null;
 }
 
 /** Redis' CPU time so far, user and system (s). */
@@ -53,7 +56,7 @@ const inProcess = (events: number): Promise<Restarted> =>
       const { heldMs, heapMb } = watch.stop();
       const redisCpuS = round((await redisCpu()) - cpu, 1);
       await second.stop();
-      return { ms, heapMb, loopHeldMaxMs: heldMs, threadHeapMb: null, redisCpuS };
+      return { ms, heapMb, loopHeldMaxMs: heldMs, threadHeapMb: null, redisCpuS, consumingAfterMs: null };
     },
     { asRole: true },
   );
@@ -84,6 +87,8 @@ const throughThread = (events: number): Promise<Restarted> =>
         const watch = watchLoop(heapAfterGc());
         const started = performance.now();
         const taken = await history.restore();
+        // The first page is in: a role consumes from here on, the take-over going on meanwhile.
+        const consumingAfterMs = round(performance.now() - started, 0);
         await second.resume(taken.deliveries, taken.fannedOutThrough);
         const ms = round(performance.now() - started, 0);
         const { heldMs, heapMb } = watch.stop();
@@ -91,7 +96,7 @@ const throughThread = (events: number): Promise<Restarted> =>
         done = true;
         await sampling;
         await second.stop();
-        return { ms, heapMb, loopHeldMaxMs: heldMs, threadHeapMb: mb(Math.max(0, threadMost - baseline)), redisCpuS };
+        return { ms, heapMb, loopHeldMaxMs: heldMs, threadHeapMb: mb(Math.max(0, threadMost - baseline)), redisCpuS, consumingAfterMs };
       } finally {
         await history.feature.stop?.();
       }
@@ -101,7 +106,8 @@ const throughThread = (events: number): Promise<Restarted> =>
 
 const line = (how: string, events: number, result: Restarted): string =>
   `dispatcher-restart (${how}): ${events} waiting offered in ${result.ms} ms (Redis ${result.redisCpuS} CPU s), main thread ${result.heapMb} MB retained at most, its loop held ${result.loopHeldMaxMs} ms at most` +
-  (result.threadHeapMb === null ? '' : `, index thread ${result.threadHeapMb} MB more in use at most`);
+  (result.threadHeapMb === null ? '' : `, index thread ${result.threadHeapMb} MB more in use at most`) +
+  (result.consumingAfterMs === null ? '' : `; it consumes from ${result.consumingAfterMs} ms on`);
 
 export async function run({ long }: { long: boolean }): Promise<Record<string, number | string>> {
   const events = Number(process.env['BENCH_WAITING'] ?? (long ? 300_000 : 100_000));
@@ -123,6 +129,7 @@ export async function run({ long }: { long: boolean }): Promise<Record<string, n
       index_thread_heap_mb: role.threadHeapMb ?? 0,
       ceiling_redis_cpu_s: ceiling.redisCpuS,
       redis_cpu_s: role.redisCpuS,
+      consuming_after_ms: role.consumingAfterMs ?? 0,
     };
   } finally {
     await engine('redis', 'stop');

@@ -2,16 +2,17 @@
 // takes a dead receiver's backlog over at start. `npm run bench -- dispatcher-restart [--long]`;
 // `BENCH_WAITING` sets the backlog (default 100,000; --long 300,000).
 //
-// The backlog a first dispatcher leaves against a receiver that refuses every attempt (backlog-kit.ts:
-// a SQLite log, the delivery history index and the retry schedule in a private Redis, under the keys a
-// role uses). Then a second dispatcher restarts from it as a dispatcher role does: its index thread
-// (a worker thread, as in the role) catches the index up and reads what waits, and the main thread
-// offers each delivery to the shared schedule. Figures: the time from the start of the read to the
-// last offer, the heap the main thread retained meanwhile (after a full GC, sampled every 250 ms) and
-// the index thread's heap in use at most (sampled as often), the longest the main thread's event
-// loop was held, the CPU time Redis spent meanwhile (every role shares it), and when the first page
-// was in (a role consumes Kafka from then on, the take-over going on meanwhile). The ceiling: the same restart with the index read on the main thread itself (no
-// thread, nothing handed between threads), on a fresh backlog of the same size.
+// The backlog a first dispatcher leaves against a receiver that refuses every attempt
+// (backlog-kit.ts: a SQLite log, the delivery history index and the retry schedule in a private
+// Redis, under the keys a role uses). Then a second dispatcher restarts from it as a dispatcher
+// role does: its index thread (a worker thread, as in the role) catches the index up and reads what
+// waits, and the main thread offers each delivery to the shared schedule. Figures: the time from
+// the start of the read to the last offer, the heap the main thread retained meanwhile (after a
+// full GC, sampled every 250 ms) and the index thread's heap in use at most (sampled as often), the
+// longest the main thread's event loop was held, the CPU time Redis spent meanwhile (every role
+// shares it), and when the first page was in (a role consumes Kafka from then on, the take-over
+// going on meanwhile). The ceiling: the same restart with the index read on the main thread itself
+// (no thread, nothing handed between threads), on a fresh backlog of the same size.
 import { Redis } from 'ioredis';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { backgroundCore } from '../../src/app/log-core.js';

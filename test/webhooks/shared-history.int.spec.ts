@@ -1,7 +1,8 @@
 // A distributed dispatcher's side of the delivery history in Redis (src/webhooks/dispatch/shared-history.ts):
 // its index thread catches the index up from the shared SQLite log and hands the main thread what a
-// restart takes over; a thread that dies is told to the dispatcher, which ends (here, a spy). Real
-// worker thread, real SQLite log in shared mode, a private Redis.
+// restart takes over, a page at a time as it is taken (read again should Redis lose the index
+// meanwhile); a thread that dies is told to the dispatcher, which ends (here, a spy). Real worker
+// thread, real SQLite log in shared mode, a private Redis.
 import { expect } from 'chai';
 import { Redis } from 'ioredis';
 import { mkdtempSync, rmSync } from 'node:fs';

@@ -276,9 +276,16 @@ export const createRedisRetrySchedule = (options: RedisRetryScheduleOptions): Sh
   const fieldsOf = (entries: readonly DueAttempt[]): string[] =>
     entries.flatMap((entry) => [entry.deliveryId, entry.subscriptionId, String(entry.dueAt), String(entry.round), kind(entry)]);
 
+  /** The entries a script call at a time. */
+  const slicesOf = (entries: readonly DueAttempt[]): DueAttempt[][] => {
+    const slices: DueAttempt[][] = [];
+    for (let start = 0; start < entries.length; start += ENTRIES_PER_SCRIPT) slices.push(entries.slice(start, start + ENTRIES_PER_SCRIPT));
+    return slices;
+  };
+
   const put = async (entries: readonly DueAttempt[]): Promise<void> => {
     sendRemovals();
-    for (let start = 0; start < entries.length; start += ENTRIES_PER_SCRIPT) await client.retryPut(...keys, lanePrefix, owner, ...fieldsOf(entries.slice(start, start + ENTRIES_PER_SCRIPT)));
+    for (const slice of slicesOf(entries)) await client.retryPut(...keys, lanePrefix, owner, ...fieldsOf(slice));
   };
 
   /** A claim script's reply (each id, then its entry as stored) as the entries taken. */
@@ -324,10 +331,8 @@ export const createRedisRetrySchedule = (options: RedisRetryScheduleOptions): Sh
     },
     async offer(...entries) {
       sendRemovals();
-      // Sent together (one pipeline, in order), a script call a slice: a restart offers hundreds of thousands.
-      const slices: DueAttempt[][] = [];
-      for (let start = 0; start < entries.length; start += ENTRIES_PER_SCRIPT) slices.push(entries.slice(start, start + ENTRIES_PER_SCRIPT));
-      await Promise.all(slices.map((slice) => client.retryOffer(...keys, lanePrefix, ...fieldsOf(slice))));
+      // Sent together (one pipeline, in order): a restart offers hundreds of thousands.
+      await Promise.all(slicesOf(entries).map((slice) => client.retryOffer(...keys, lanePrefix, ...fieldsOf(slice))));
     },
     remove(deliveryId, round) {
       return new Promise<void>((resolve, reject) => {

@@ -40,36 +40,80 @@ interface Queued<T> {
   readonly item: T;
   readonly resolve: () => void;
   readonly reject: (error: unknown) => void;
+  readonly weight: number;
+}
+
+/** How a batch is made up, beyond its size. */
+export interface BatchShape<T> {
+  /** What an item counts toward the batch's size (default 1: a batch is at most `size` items). */
+  readonly weight?: (item: T) => number;
+  /**
+   * How long a batch that is not full waits for more before it is written (default 0: at once). An
+   * apply that rewrites whatever an item touches writes it once for all the items of a batch.
+   */
+  readonly lingerMs?: number;
 }
 
 /**
- * A queue that hands its items to `write`, at most `size` at a time, in order. When a batch fails,
+ * A queue that hands its items to `write` in order, a batch at a time: as many as weigh at most
+ * `size` together (one at least), gathered for `lingerMs` when fewer are queued. When a batch fails,
  * it and everything queued behind it fail with its error: later items cannot be applied without it
  * (the projection runner resumes from its checkpoint).
  */
-export const batchedApplies = <T>(size: number, write: (batch: readonly T[]) => Promise<void>): ((item: T) => Promise<void>) => {
+export const batchedApplies = <T>(size: number, write: (batch: readonly T[]) => Promise<void>, shape: BatchShape<T> = {}): ((item: T) => Promise<void>) => {
+  const weight = shape.weight ?? (() => 1);
+  const lingerMs = shape.lingerMs ?? 0;
   let queue: Queued<T>[] = [];
+  /** The queue's weight in all. */
+  let queued = 0;
   let flushing = false;
+  /** Ends the linger under way early (the queue filled meanwhile). */
+  let filled: (() => void) | null = null;
+  const linger = (): Promise<void> =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(() => {
+        filled = null;
+        resolve();
+      }, lingerMs);
+      filled = () => {
+        clearTimeout(timer);
+        filled = null;
+        resolve();
+      };
+    });
+  /** How many of the queue's first items make the next batch: those that weigh at most `size` together, one at least. */
+  const nextBatch = (): number => {
+    let count = 1;
+    let total = (queue[0] as Queued<T>).weight;
+    while (count < queue.length && total + (queue[count] as Queued<T>).weight <= size) total += (queue[count++] as Queued<T>).weight;
+    return count;
+  };
   const flush = async (): Promise<void> => {
     flushing = true;
     while (queue.length > 0) {
-      const batch = queue.slice(0, size);
-      queue = queue.slice(size);
+      if (lingerMs > 0 && queued < size) await linger();
+      const batch = queue.slice(0, nextBatch());
+      queue = queue.slice(batch.length);
+      for (const queuedItem of batch) queued -= queuedItem.weight;
       try {
-        await write(batch.map((queued) => queued.item));
-        batch.forEach((queued) => queued.resolve());
+        await write(batch.map((queuedItem) => queuedItem.item));
+        batch.forEach((queuedItem) => queuedItem.resolve());
       } catch (error) {
         const failed = [...batch, ...queue];
         queue = [];
-        failed.forEach((queued) => queued.reject(error));
+        queued = 0;
+        failed.forEach((queuedItem) => queuedItem.reject(error));
       }
     }
     flushing = false;
   };
   return (item) =>
     new Promise<void>((resolve, reject) => {
-      queue.push({ item, resolve, reject });
+      const itemWeight = weight(item);
+      queue.push({ item, resolve, reject, weight: itemWeight });
+      queued += itemWeight;
       if (!flushing) void flush();
+      else if (queued >= size) filled?.();
     });
 };
 

@@ -41,6 +41,8 @@ export interface BusConsumerOptions {
   readonly window?: number;
   readonly partitionsConsumedConcurrently?: number;
   readonly onError?: (error: unknown) => void;
+  /** This member joined the group (at its start, and after every rebalance): its partitions may hand over events another member handled. */
+  readonly onJoined?: () => void;
   /** kafkajs stopped the consumer for good (an error it does not retry, such as a group whose members use other assignors): nothing is consumed until a restart. */
   readonly onStopped?: (error: Error) => void;
 }
@@ -154,6 +156,7 @@ export const createBusConsumer = (options: BusConsumerOptions): BusConsumer => {
       let member: string | null = null;
       created.on(created.events.GROUP_JOIN, ({ payload }) => {
         member = payload.memberId;
+        options.onJoined?.();
       });
       created.on(created.events.CRASH, ({ payload }) => {
         if (consumer !== created) return;

@@ -78,7 +78,7 @@ const dispatcherFeatures = (core: Core): Feature[] => {
   const history = sharedHistory(core, config.redisUrl);
   const leases = createRedisReplayLeases({ url: config.redisUrl, ttlMs: config.webhooks.replayLeaseMs });
   const deletions = createRedisDeletionListener({ url: config.redisUrl });
-  const delivery = webhooksWithDelivery(createKafkaSource(bus, history.restore), { shared, records: history.records, leases, deletions })(core);
+  const delivery = webhooksWithDelivery(createKafkaSource(bus, history), { shared, records: history.records, leases, deletions })(core);
   return [history.feature, delivery, pressApiServers(core, config.redisUrl, delivery), healthFeature(core, delivery.deliveryEngine, [consuming])];
 };
 

@@ -3,9 +3,10 @@
 // engine is built the same way with either. Kafka's committed offsets are the fan-out checkpoint, so
 // a delivery record's `fanned_out_through` is its own event's position. An event handed over again
 // after a crash or a rebalance must find its deliveries recorded: with the delivery-history index
-// (REDIS_URL) the dispatcher asks it (DeliveryRecords.recorded) and a start takes over only what is
-// waiting, while it consumes; without it, a start reads every delivery of the log and remembers them
-// all before it consumes. Deactivations
+// (REDIS_URL) the dispatcher asks it (DeliveryRecords.recorded), once the index has applied what the
+// log held when the partitions were assigned (what the member that had them recorded is in the log by
+// then), and a start takes over only what is waiting, while it consumes; without it, a start reads
+// every delivery of the log and remembers them all before it consumes. Deactivations
 // and manual retries recorded by the API servers still come from the log (internal events, never on
 // the topic).
 import type { Kafka } from 'kafkajs';
@@ -44,21 +45,48 @@ const wholeHistory = async (log: LogTailOptions['log']): Promise<DeliveryHistory
 /** How long a take-over that failed part way waits before it reads again (an offer made twice changes nothing). */
 export const TAKE_OVER_RETRY_MS = 1_000;
 
+/** The delivery-history index, as a dispatcher fed by Kafka needs it. */
+export interface IndexedHistory {
+  /** What a start takes over, read once the index has caught up with the log. */
+  readonly restore: () => Promise<DeliveryHistory>;
+  /** Resolves once the index has applied every delivery record the log holds now. */
+  readonly caughtUp: () => Promise<void>;
+}
+
 /**
- * `restore`: what a start takes over from the delivery-history index, read once the index has caught
- * up with the log (default: the whole delivery history of the log). With the index, an event handed
- * over again finds its deliveries there, not among those the take-over remembers: the take-over goes
- * on while events are consumed (at hundreds of thousands waiting it takes seconds), started again
- * from a new read should it fail part way.
+ * `indexed`: the delivery-history index (default: none; a start reads the whole delivery history of
+ * the log). With the index, an event handed over again finds its deliveries there, not among those
+ * the take-over remembers: the take-over goes on while events are consumed (at hundreds of thousands
+ * waiting it takes seconds), started again from a new read should it fail part way. After each join
+ * of the group, nothing fans out until the index has applied what the log held at the join: it
+ * applies a moment behind the log, and the events a rebalance hands over again are the newest.
  */
 export const createKafkaSource =
-  (bus: KafkaSourceOptions, restore?: () => Promise<DeliveryHistory>) =>
+  (bus: KafkaSourceOptions, indexed?: IndexedHistory) =>
   ({ log, subscriptions, dispatcher }: LogTailOptions): LogTail => {
+    /** The index catching up with the log as it was at the last join; null once it has. */
+    let joined: Promise<void> | null = null;
+    const onJoined = (): void => {
+      if (indexed === undefined) return;
+      const caughtUp: Promise<void> = indexed.caughtUp().then(
+        () => {
+          if (joined === caughtUp) joined = null;
+        },
+        (error: unknown) => {
+          // The index thread is gone (its dispatcher ends): the index is asked as it is.
+          console.error('webhook dispatcher: the delivery history index did not catch up after a join of the group:', error);
+          if (joined === caughtUp) joined = null;
+        },
+      );
+      joined = caughtUp;
+    };
     const consumer = createBusConsumer({
       ...bus,
+      onJoined,
       async handle(record) {
         // Subscriptions created before the event must be known before it fans out.
         await subscriptions.waitFor(record.position);
+        if (joined !== null) await joined;
         await dispatcher.fanOut(record, record.position);
       },
     });
@@ -89,12 +117,12 @@ export const createKafkaSource =
       async start() {
         // From before the history is read: what is recorded meanwhile is taken up twice, harmlessly, never missed.
         const after = await log.headPosition();
-        if (restore === undefined) {
+        if (indexed === undefined) {
           const history = await wholeHistory(log);
           await dispatcher.resume(history.deliveries, history.fannedOutThrough);
         } else {
-          const first = await restore();
-          takingOver = takeOver(first, restore);
+          const first = await indexed.restore();
+          takingOver = takeOver(first, indexed.restore);
         }
         internal = log.subscribe({ after, types: [SUBSCRIPTION_EVENTS.deactivated, DELIVERY_RETRY_REQUESTED] }, fromLog(dispatcher));
         internal.done.catch((error: unknown) => console.error('webhook deactivations and retry requests stopped:', error));

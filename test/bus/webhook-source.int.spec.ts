@@ -1,9 +1,11 @@
 // A dispatcher fed by Kafka with the delivery-history index takes its backlog over while it consumes:
 // a take-over of hundreds of thousands of waiting deliveries takes seconds, and the events committed
-// meanwhile must not wait for it. Real Kafka (pending without KAFKA_BROKERS), a real SQLite log and
-// subscription directory; the dispatcher is one that records what it is handed, and the take-over a
-// source the test lets go a delivery at a time.
+// meanwhile must not wait for it; but after each join of the group they wait for the index to have
+// applied what the log held then (an event handed over again must find its deliveries). Real Kafka
+// (pending without KAFKA_BROKERS), a real SQLite log and subscription directory; the dispatcher is
+// one that records what it is handed, the take-over a source the test lets go a delivery at a time.
 import { expect } from 'chai';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Partitioners, type Kafka, type Producer } from 'kafkajs';
 import { ensureTopic } from '../../src/bus/kafka.js';
 import { toMessage } from '../../src/bus/message.js';
@@ -73,9 +75,10 @@ describe('a dispatcher fed by Kafka takes its backlog over while it consumes (in
       },
     }) as unknown as Dispatcher;
 
-  const started = async (read: () => Promise<DeliveryHistory>): Promise<LogTail> => {
+  /** A dispatcher's source started with `read` as its take-over; its index is caught up when `caughtUp` says so (at once by default). */
+  const started = async (read: () => Promise<DeliveryHistory>, caughtUp = async (): Promise<void> => undefined): Promise<LogTail> => {
     const subscriptions = await oneSubscription(temp.log, WORKSPACE, SUBSCRIPTION);
-    const source = createKafkaSource({ kafka, brokers: brokersFromEnv() ?? [], topic, group: uniqueName('dispatchers'), retryDelayMs: 100 }, read);
+    const source = createKafkaSource({ kafka, brokers: brokersFromEnv() ?? [], topic, group: uniqueName('dispatchers'), retryDelayMs: 100 }, { restore: read, caughtUp });
     tail = source({ log: temp.log, subscriptions, dispatcher: dispatcher() });
     await tail.start();
     return tail;
@@ -116,6 +119,25 @@ describe('a dispatcher fed by Kafka takes its backlog over while it consumes (in
     takeOver.release(2);
     await eventually('all taken over', () => resumed.length === 3);
     expect(resumed).to.deep.equal(['d0', 'd1', 'd2']);
+  });
+
+  it('fans out nothing after a join of the group until the index has applied what the log held at the join', async () => {
+    const takeOver = gated(1);
+    takeOver.release();
+    let asked = 0;
+    let applied: () => void = () => undefined;
+    await started(takeOver.read, () => {
+      asked += 1;
+      return new Promise<void>((resolve) => (applied = resolve));
+    });
+    await eventually('the index asked at the join', () => asked === 1, 30_000);
+    const event = await produced();
+    // Kafka hands the event over within this (the first test's own wait, unhindered, is far shorter).
+    await sleep(2_000);
+    expect(fannedOut, 'fanned out while the index lags').to.deep.equal([]);
+    applied();
+    await eventually('the event fanned out once the index caught up', () => fannedOut.includes(event.id), 30_000);
+    expect(asked, 'asked once a join').to.equal(1);
   });
 
   it('reads the take-over again when it fails part way, and a stop ends it at the next delivery', async () => {

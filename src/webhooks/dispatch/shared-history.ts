@@ -23,6 +23,8 @@ export interface SharedHistory {
   readonly records: DeliveryRecords;
   /** What a start takes over: the waiting deliveries once the index has caught up with the log, handed over a page at a time as they are taken. */
   readonly restore: () => Promise<PendingPages>;
+  /** Resolves once the index has applied every delivery record the log holds now, whichever dispatcher applied it. */
+  readonly caughtUp: () => Promise<void>;
   /** Ends the index thread abruptly, as a crash would (tests). */
   killIndexThread(): Promise<void>;
 }
@@ -82,6 +84,7 @@ export const sharedHistory = (core: Core, url: string, died: (error: Error) => v
       }
       return { deliveries: counted(), fannedOutThrough };
     },
+    caughtUp: async () => indexThread().appliedThrough(await core.log.headPosition()),
     killIndexThread: () => indexThread().kill(),
   };
 };

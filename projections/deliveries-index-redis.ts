@@ -239,8 +239,17 @@ for _, id in ipairs(redis.call('ZRANGE', prefix .. 's:' .. ARGV[2], 0, tonumber(
 return dropped`,
 } as const;
 
-/** Events per apply script: fewer than the tickets' documents, as one record may pack a hundred deliveries (a rebuild reads those). */
-const BATCH = 64;
+/** Delivery steps per apply script at most (a packed record holds many: a rebuild reads those): a script of a thousand new deliveries holds Redis about 12 ms. */
+const BATCH = 1_000;
+/**
+ * A batch not full is gathered this long before it is applied, as the embedded index commits
+ * (COMMIT_AFTER_MS): a delivery's steps (scheduled, attempted) then mostly land in one apply, which
+ * reads, folds and writes it once, in its last state, and moves it between the sets of its status
+ * once. The index is that much later: its readers add the records it has not applied where they
+ * need them (a retry, a take-over, a waiting view), a Kafka dispatcher waits for it after a
+ * rebalance (src/bus/webhook-source.ts), and pages show a delivery that much later.
+ */
+export const LINGER_MS = 100;
 /**
  * Every dispatcher applies the same log, and two of them read each commit at the same moment: both
  * folded each batch and sent it, and one of the two was refused ('moved'): 15-17% of each of two
@@ -292,6 +301,8 @@ export interface RedisDeliveryIndexOptions {
   readonly keyPrefix?: string;
   /** Waiting deliveries a restart's read takes per script call (about; default PENDING_PAGE). */
   readonly pendingPage?: number;
+  /** How long a batch not full is gathered before it is applied (default LINGER_MS; 0: at once, tests that apply one event at a time). */
+  readonly lingerMs?: number;
 }
 
 /** About this many waiting deliveries per script call of `pending`: each holds Redis a few milliseconds. */
@@ -398,7 +409,7 @@ export const createRedisDeliveryIndex = (options: RedisDeliveryIndexOptions): De
     }
   };
 
-  const enqueue = batchedApplies(BATCH, applyBatch);
+  const enqueue = batchedApplies(BATCH, applyBatch, { weight: (event) => unpackSteps(event).length, lingerMs: options.lingerMs ?? LINGER_MS });
 
   /**
    * Those of events past the fan-out checkpoint first (few), read with it, then the waiting set a

@@ -8,7 +8,7 @@ import { ProjectionReset } from '../../src/app/projection-runner.js';
 import { deliveryAggregate, packSteps, type Delivery, type DeliveryCommand } from '../../src/domain/delivery/delivery.js';
 import { deliveryStream } from '../../src/domain/delivery/ids.js';
 import type { DeliveryIndex } from '../../projections/deliveries-index.js';
-import { openRedisDeliveryIndex } from '../../projections/deliveries-index-redis.js';
+import { LINGER_MS, openRedisDeliveryIndex } from '../../projections/deliveries-index-redis.js';
 import { StoreUnavailable, type ProjectedEvent } from '../../projections/tickets-store.js';
 import { redisServerInstalled, startPrivateRedis } from '../support/redis-server.js';
 import { eventually } from '../support/webhooks-dispatch.js';
@@ -16,12 +16,15 @@ import { deliveryIndexContract } from './delivery-index.contract.js';
 
 const redisUrl = process.env['REDIS_URL'];
 
-/** A fresh namespace on the test Redis; every index opened on it is closed, its keys dropped, at teardown. */
+/**
+ * A fresh namespace on the test Redis; every index opened on it is closed, its keys dropped, at
+ * teardown. Its applies are not gathered unless asked (`lingerMs`): most tests apply an event at a time.
+ */
 const namespace = (url: string) => {
   const keyPrefix = `test:${Math.random().toString(16).slice(2)}:`;
   const opened: DeliveryIndex[] = [];
-  const open = async (pendingPage?: number): Promise<ReturnType<typeof openRedisDeliveryIndex>> => {
-    const index = openRedisDeliveryIndex({ url, keyPrefix, ...(pendingPage === undefined ? {} : { pendingPage }) });
+  const open = async ({ pendingPage, lingerMs = 0 }: { pendingPage?: number; lingerMs?: number } = {}): Promise<ReturnType<typeof openRedisDeliveryIndex>> => {
+    const index = openRedisDeliveryIndex({ url, keyPrefix, lingerMs, ...(pendingPage === undefined ? {} : { pendingPage }) });
     opened.push(index);
     // Bound to the stored data, as its runner does before the first apply.
     await index.checkpoint();
@@ -114,10 +117,10 @@ const onScript = (index: Index, script: 'historyRead' | 'historyApply' | 'histor
     const events = deliveryRecords(2_500, false);
     const writer = await space.open();
     for (let i = 0; i < events.length; i += 250) await Promise.all(events.slice(i, i + 250).map((event) => writer.apply(event)));
-    const paged = await space.open(100);
+    const paged = await space.open({ pendingPage: 100 });
     let pages = 0;
     onScript(paged, 'historyPendingPage', () => (pages += 1));
-    const [byPages, whole] = [await paged.pending(), await (await space.open(1_000_000)).pending()];
+    const [byPages, whole] = [await paged.pending(), await (await space.open({ pendingPage: 1_000_000 })).pending()];
     const ids = (pending: typeof whole) => pending.deliveries.map((p) => p.delivery.id).sort();
     expect(pages, 'read in pages').to.be.greaterThan(10);
     expect(ids(byPages)).to.have.length(2_500);
@@ -133,7 +136,7 @@ const onScript = (index: Index, script: 'historyRead' | 'historyApply' | 'histor
     const events = deliveryRecords(600, false);
     const writer = await space.open();
     await Promise.all(events.map((event) => writer.apply(event)));
-    const paged = await space.open(100);
+    const paged = await space.open({ pendingPage: 100 });
     // The data goes (Redis restarted without persistence) once the first page is read.
     const client = paged.client as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
     const page = (client['historyPendingPage'] as (...args: unknown[]) => Promise<unknown>).bind(paged.client);
@@ -307,6 +310,60 @@ const onScript = (index: Index, script: 'historyRead' | 'historyApply' | 'histor
     ]);
     expect((await index.page({ subscriptionId: 's1', status: 'delivered', eventType: 'ticket.created', limit: 10 })).items.map((d) => d.id)).to.deep.equal(['d000']);
     expect((await index.page({ subscriptionId: 's1', status: 'waiting', limit: 10 })).items).to.deep.equal([]);
+  });
+
+  it('writes a delivery scheduled and settled within a batch once, in its last state, and gathers a batch for a while', async () => {
+    const index = await space.open({ lingerMs: LINGER_MS });
+    const sent = countApplies(index);
+    const [scheduled, delivered] = deliveryRecords(1) as [ProjectedEvent, ProjectedEvent];
+    // The attempt's record comes 30 ms after the scheduling's, as a fast receiver's answer does.
+    const writes = await scriptWrites(() => Promise.all([index.apply(scheduled), sleep(30).then(() => index.apply(delivered))]).then(() => undefined));
+    expect(sent.applies, 'applies sent').to.equal(1);
+    expect(writes, 'never waiting in the index: straight into the sets of its last status').to.have.members([
+      'ZADD s:s1',
+      'ZADD s:s1:t:ticket.created',
+      'HSET ws',
+      'ZADD s:s1:st:delivered',
+      'ZADD s:s1:st:delivered:t:ticket.created',
+      'ZADD settled',
+      'HSET docs',
+      'ZADD ahead',
+      'HSET streams',
+      'HSET meta',
+    ]);
+    expect((await index.page({ subscriptionId: 's1', limit: 10 })).items.map((d) => [d.id, d.status, d.history.length])).to.deep.equal([['d000', 'delivered', 1]]);
+    expect(await index.checkpoint()).to.deep.equal({ position: 2, fannedOutThrough: 0 });
+  });
+
+  it('splits a rebuild into applies of at most a thousand deliveries, whole records each', async () => {
+    const index = await space.open({ lingerMs: LINGER_MS });
+    const sent: number[] = [];
+    const client = index.client as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
+    const apply = (client['historyApply'] as (...args: unknown[]) => Promise<unknown>).bind(index.client);
+    client['historyApply'] = async (...args: unknown[]) => {
+      // Eleven arguments a delivery after the keys (8), the prefix, six fixed and the streams' pairs (one stream: 2).
+      sent.push((args.length - 8 - 1 - 6 - 2) / 11);
+      return apply(...args);
+    };
+    // 30 records of 100 deliveries each, as a rebuild reads a burst's packed records.
+    const records = Array.from({ length: 30 }, (_, r) => ({
+      id: `e${r}`,
+      position: r + 1,
+      revision: r,
+      stream: deliveryStream('s1'),
+      workspaceId: 'ws',
+      ...packSteps(
+        Array.from({ length: 100 }, (_, i) => {
+          const n = r * 100 + i;
+          const decided = deliveryAggregate.decide({ kind: 'schedule', deliveryId: `d${n}`, subscriptionId: 's1', eventId: `x${n}`, eventType: 'ticket.created', eventPosition: n + 1, fannedOutThrough: n, at: T0 + n }, null);
+          if (decided._tag === 'Left') throw new Error(decided.left.message);
+          return decided.right;
+        }).flat(),
+      ),
+    }));
+    await Promise.all(records.map((record) => index.apply(record)));
+    expect(sent, 'deliveries per apply').to.deep.equal([1_000, 1_000, 1_000]);
+    expect(await index.checkpoint()).to.deep.equal({ position: 30, fannedOutThrough: 2_999 });
   });
 
   it('answers StoreUnavailable while Redis does not answer, and pages again once it does', async function () {

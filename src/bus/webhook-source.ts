@@ -10,14 +10,14 @@
 // and manual retries recorded by the API servers still come from the log (internal events, never on
 // the topic).
 import type { Kafka } from 'kafkajs';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { SUBSCRIPTION_EVENTS, subscriptionStream } from '../domain/subscription/subscription.js';
 import { DELIVERY_RETRY_REQUESTED } from '../domain/delivery/delivery.js';
 import type { LogSubscription, RecordedEvent } from '../log/event-log.js';
-import type { Dispatcher, RestoredDelivery } from '../webhooks/dispatch/dispatcher.js';
+import type { Dispatcher } from '../webhooks/dispatch/dispatcher.js';
 import type { LogTail, LogTailOptions } from '../webhooks/dispatch/log-tail.js';
 import { readDeliveryHistory, type DeliveryHistory } from '../webhooks/dispatch/restore.js';
 import { takeUpRetryRequests } from '../webhooks/dispatch/retry-requests.js';
+import { takeOverMeanwhile, type TakeOver } from '../webhooks/dispatch/take-over.js';
 import { createBusConsumer } from './consumer.js';
 
 export interface KafkaSourceOptions {
@@ -41,9 +41,6 @@ const fromLog = (dispatcher: Dispatcher) => {
 
 /** Every delivery of the log, each one remembered (none is past a fan-out checkpoint the log does not know). */
 const wholeHistory = async (log: LogTailOptions['log']): Promise<DeliveryHistory> => ({ ...(await readDeliveryHistory(log)), fannedOutThrough: 0 });
-
-/** How long a take-over that failed part way waits before it reads again (an offer made twice changes nothing). */
-export const TAKE_OVER_RETRY_MS = 1_000;
 
 /** The delivery-history index, as a dispatcher fed by Kafka needs it. */
 export interface IndexedHistory {
@@ -91,28 +88,7 @@ export const createKafkaSource =
       },
     });
     let internal: LogSubscription | null = null;
-    let stopping = false;
-    let takingOver: Promise<void> = Promise.resolve();
-    /** Ends the take-over at the delivery after a stop. */
-    async function* untilStopped(deliveries: DeliveryHistory['deliveries']): AsyncGenerator<RestoredDelivery> {
-      for await (const restored of deliveries) {
-        if (stopping) return;
-        yield restored;
-      }
-    }
-    const takeOver = async (first: DeliveryHistory, read: () => Promise<DeliveryHistory>): Promise<void> => {
-      let history: DeliveryHistory | null = first;
-      while (!stopping) {
-        try {
-          history ??= await read();
-          return await dispatcher.resume(untilStopped(history.deliveries), history.fannedOutThrough);
-        } catch (error) {
-          console.error('webhook dispatcher: taking over what waits failed, reading it again:', error);
-          history = null;
-          await sleep(TAKE_OVER_RETRY_MS);
-        }
-      }
-    };
+    let takeOver: TakeOver | null = null;
     return {
       async start() {
         // From before the history is read: what is recorded meanwhile is taken up twice, harmlessly, never missed.
@@ -121,18 +97,17 @@ export const createKafkaSource =
           const history = await wholeHistory(log);
           await dispatcher.resume(history.deliveries, history.fannedOutThrough);
         } else {
-          const first = await indexed.restore();
-          takingOver = takeOver(first, indexed.restore);
+          takeOver = takeOverMeanwhile(dispatcher, await indexed.restore(), indexed.restore);
         }
         internal = log.subscribe({ after, types: [SUBSCRIPTION_EVENTS.deactivated, DELIVERY_RETRY_REQUESTED] }, fromLog(dispatcher));
         internal.done.catch((error: unknown) => console.error('webhook deactivations and retry requests stopped:', error));
         await consumer.start();
       },
       async stop() {
-        stopping = true;
+        const stopping = takeOver?.stop();
         await consumer.stop();
         await internal?.stop();
-        await takingOver;
+        await stopping;
       },
     };
   };

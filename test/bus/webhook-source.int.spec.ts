@@ -9,52 +9,20 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Partitioners, type Kafka, type Producer } from 'kafkajs';
 import { ensureTopic } from '../../src/bus/kafka.js';
 import { toMessage } from '../../src/bus/message.js';
-import { createKafkaSource, TAKE_OVER_RETRY_MS } from '../../src/bus/webhook-source.js';
-import type { Delivery } from '../../src/domain/delivery/delivery.js';
+import { createKafkaSource } from '../../src/bus/webhook-source.js';
 import type { RecordedEvent } from '../../src/log/event-log.js';
-import type { Dispatcher, RestoredDelivery } from '../../src/webhooks/dispatch/dispatcher.js';
+import type { Dispatcher } from '../../src/webhooks/dispatch/dispatcher.js';
 import type { DeliveryHistory } from '../../src/webhooks/dispatch/restore.js';
 import type { LogTail } from '../../src/webhooks/dispatch/log-tail.js';
+import { TAKE_OVER_RETRY_MS } from '../../src/webhooks/dispatch/take-over.js';
 import { brokersFromEnv, openTempLog, requireKafka, uniqueName, type TempLog } from '../support/bus-kafka.js';
-import { deliverySteps } from '../support/delivery-steps.js';
 import { oneSubscription } from '../support/dispatcher-fixture.js';
+import { gatedTakeOver, recordingDispatcher } from '../support/take-over.js';
 import { eventually } from '../support/webhooks-dispatch.js';
 import { appendEvents, ticketUpdated } from '../support/updates-events.js';
 
 const WORKSPACE = 'w'.repeat(32);
 const SUBSCRIPTION = 'q'.repeat(32);
-
-/** A take-over the test lets go: each delivery once `release` was called as many times. */
-const gated = (count: number, failAt?: number) => {
-  const steps = deliverySteps(Date.now() * 1000);
-  const waiting = Array.from({ length: count }, (_, i) => {
-    steps.schedule(SUBSCRIPTION, `d${i}`);
-    return steps.states.get(`d${i}`) as Delivery;
-  });
-  let allowed = 0;
-  let wake: () => void = () => undefined;
-  let reads = 0;
-  const read = async (): Promise<DeliveryHistory> => {
-    reads += 1;
-    const failing = reads === 1 ? failAt : undefined;
-    async function* deliveries(): AsyncGenerator<RestoredDelivery> {
-      for (let i = 0; i < count; i++) {
-        while (allowed <= i) await new Promise<void>((resolve) => (wake = resolve));
-        if (i === failing) throw new Error('the index went away');
-        yield { delivery: waiting[i] as Delivery, workspaceId: WORKSPACE };
-      }
-    }
-    return { deliveries: deliveries(), fannedOutThrough: 0 };
-  };
-  return {
-    read,
-    reads: () => reads,
-    release(n = 1) {
-      allowed += n;
-      wake();
-    },
-  };
-};
 
 describe('a dispatcher fed by Kafka takes its backlog over while it consumes (int)', function () {
   this.timeout(60_000);
@@ -66,20 +34,13 @@ describe('a dispatcher fed by Kafka takes its backlog over while it consumes (in
   /** What the dispatcher was handed: the events fanned out, and each delivery taken over. */
   let fannedOut: string[];
   let resumed: string[];
-
-  const dispatcher = (): Dispatcher =>
-    ({
-      fanOut: async (event: RecordedEvent) => void fannedOut.push(event.id),
-      async resume(restored: AsyncIterable<RestoredDelivery>) {
-        for await (const { delivery } of restored) resumed.push(delivery.id);
-      },
-    }) as unknown as Dispatcher;
+  let dispatcher: Dispatcher;
 
   /** A dispatcher's source started with `read` as its take-over; its index is caught up when `caughtUp` says so (at once by default). */
   const started = async (read: () => Promise<DeliveryHistory>, caughtUp = async (): Promise<void> => undefined): Promise<LogTail> => {
     const subscriptions = await oneSubscription(temp.log, WORKSPACE, SUBSCRIPTION);
     const source = createKafkaSource({ kafka, brokers: brokersFromEnv() ?? [], topic, group: uniqueName('dispatchers'), retryDelayMs: 100 }, { restore: read, caughtUp });
-    tail = source({ log: temp.log, subscriptions, dispatcher: dispatcher() });
+    tail = source({ log: temp.log, subscriptions, dispatcher });
     await tail.start();
     return tail;
   };
@@ -95,8 +56,7 @@ describe('a dispatcher fed by Kafka takes its backlog over while it consumes (in
     kafka = requireKafka(this);
     temp = openTempLog();
     topic = uniqueName('source-test');
-    fannedOut = [];
-    resumed = [];
+    ({ dispatcher, fannedOut, resumed } = recordingDispatcher());
     tail = null;
     await ensureTopic(kafka, topic, 1);
     producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner });
@@ -110,7 +70,7 @@ describe('a dispatcher fed by Kafka takes its backlog over while it consumes (in
   });
 
   it('consumes before the take-over is done, and the take-over goes on to its end', async () => {
-    const takeOver = gated(3);
+    const takeOver = gatedTakeOver(WORKSPACE, SUBSCRIPTION, 3);
     takeOver.release();
     await started(takeOver.read);
     const event = await produced();
@@ -122,7 +82,7 @@ describe('a dispatcher fed by Kafka takes its backlog over while it consumes (in
   });
 
   it('fans out nothing after a join of the group until the index has applied what the log held at the join', async () => {
-    const takeOver = gated(1);
+    const takeOver = gatedTakeOver(WORKSPACE, SUBSCRIPTION, 1);
     takeOver.release();
     let asked = 0;
     let applied: () => void = () => undefined;
@@ -141,7 +101,7 @@ describe('a dispatcher fed by Kafka takes its backlog over while it consumes (in
   });
 
   it('reads the take-over again when it fails part way, and a stop ends it at the next delivery', async () => {
-    const takeOver = gated(4, 2);
+    const takeOver = gatedTakeOver(WORKSPACE, SUBSCRIPTION, 4, 2);
     takeOver.release(2);
     await started(takeOver.read);
     takeOver.release();

@@ -1,13 +1,18 @@
 // Embedded arrival of events: tails the log from a checkpoint derived from the log itself (never an
 // after-commit hook, which a crash loses). Fan-outs run concurrently, up to `window` at a time; the
 // checkpoint stamped on new deliveries is the highest position below which every fan-out is durable,
-// so a restart replays from there and the idempotent fan-out skips what was already recorded.
+// so a restart replays from there and the idempotent fan-out skips what was already recorded. A
+// start hands the dispatcher what waits while the engine already runs (the backlog's attempts go out
+// as it is read, and the service does not wait for it), and tails the log once all of it is handed
+// over: the replayed fan-out must find what was recorded, and a new event's first attempt comes
+// after the backlog's.
 import { PUBLIC_EVENT_TYPES } from '../../domain/event-types.js';
 import { SUBSCRIPTION_EVENTS, subscriptionStream } from '../../domain/subscription/subscription.js';
 import type { EventLog, LogSubscription, RecordedEvent } from '../../log/event-log.js';
 import type { SubscriptionDirectory } from '../subscriptions.js';
 import type { Dispatcher } from './dispatcher.js';
 import { readDeliveryHistory, type DeliveryHistory } from './restore.js';
+import { takeOverMeanwhile, type TakeOver } from './take-over.js';
 
 export interface LogTailOptions {
   readonly log: EventLog;
@@ -37,6 +42,9 @@ export const createLogTail = (options: LogTailOptions): LogTail => {
   let ceiling = Number.POSITIVE_INFINITY;
   let space: (() => void) | null = null;
   let subscription: LogSubscription | null = null;
+  let takeOver: TakeOver | null = null;
+  /** The take-over, then the tail started once it is done. */
+  let tailing: Promise<void> = Promise.resolve();
 
   const advance = (): void => {
     while (queue[0]?.done === true) fannedOutThrough = Math.min((queue.shift() as { position: number }).position, ceiling);
@@ -71,15 +79,21 @@ export const createLogTail = (options: LogTailOptions): LogTail => {
 
   return {
     async start() {
-      const history = await (options.restore?.() ?? readDeliveryHistory(log));
+      const read = (): Promise<DeliveryHistory> => options.restore?.() ?? readDeliveryHistory(log);
+      const history = await read();
       fannedOutThrough = history.fannedOutThrough;
-      await dispatcher.resume(history.deliveries, fannedOutThrough);
-      const types = [...PUBLIC_EVENT_TYPES, SUBSCRIPTION_EVENTS.deactivated];
-      subscription = log.subscribe({ after: fannedOutThrough, types }, handle);
-      subscription.done.catch((error: unknown) => console.error('webhook fan-out stopped:', error));
+      const current = (takeOver = takeOverMeanwhile(dispatcher, history, read));
+      tailing = current.done.then((whole) => {
+        if (!whole) return;
+        const types = [...PUBLIC_EVENT_TYPES, SUBSCRIPTION_EVENTS.deactivated];
+        subscription = log.subscribe({ after: fannedOutThrough, types }, handle);
+        subscription.done.catch((error: unknown) => console.error('webhook fan-out stopped:', error));
+      });
     },
     async stop() {
       space?.();
+      await takeOver?.stop();
+      await tailing;
       await subscription?.stop();
       while (working.size > 0) await Promise.allSettled([...working]);
     },

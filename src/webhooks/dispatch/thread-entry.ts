@@ -3,8 +3,10 @@
 // retries the main thread records there. It builds only what the engine needs; its clock is the
 // system's. The delivery-history index the main thread's deliveries route reads is kept by a thread of
 // its own (index-thread.ts), started first; a restart takes over what the index says waits, reading
-// it on this thread's own connection: only the deliveries still waiting, not the history. A failure to
-// start ends the thread with the error, which the main thread reports; so does the index thread's death.
+// it on this thread's own connection: only the deliveries still waiting, not the history, and says it
+// is ready once the index has caught up, the take-over going on while it delivers (log-tail.ts). A
+// failure to start ends the thread with the error, which the main thread reports; so does the index
+// thread's death.
 import * as path from 'node:path';
 import { getHeapStatistics } from 'node:v8';
 import { parentPort, workerData } from 'node:worker_threads';

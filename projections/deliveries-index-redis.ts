@@ -245,9 +245,9 @@ const BATCH = 1_000;
  * A batch not full is gathered this long before it is applied, as the embedded index commits
  * (COMMIT_AFTER_MS): a delivery's steps (scheduled, attempted) then mostly land in one apply, which
  * reads, folds and writes it once, in its last state, and moves it between the sets of its status
- * once. The index is that much later: its readers add the records it has not applied where they
- * need them (a retry, a take-over, a waiting view), a Kafka dispatcher waits for it after a
- * rebalance (src/bus/webhook-source.ts), and pages show a delivery that much later.
+ * once. The index is that much later: where a reader needs it current it waits for it (a restart's
+ * take-over; a Kafka dispatcher after a rebalance, src/bus/webhook-source.ts) or adds the records it
+ * has not applied (a retry, a waiting view); pages show a delivery that much later.
  */
 export const LINGER_MS = 100;
 /**

@@ -82,8 +82,8 @@ export const createLogTail = (options: LogTailOptions): LogTail => {
       const read = (): Promise<DeliveryHistory> => options.restore?.() ?? readDeliveryHistory(log);
       const history = await read();
       fannedOutThrough = history.fannedOutThrough;
-      const current = (takeOver = takeOverMeanwhile(dispatcher, history, read));
-      tailing = current.done.then((whole) => {
+      takeOver = takeOverMeanwhile(dispatcher, history, read);
+      tailing = takeOver.done.then((whole) => {
         if (!whole) return;
         const types = [...PUBLIC_EVENT_TYPES, SUBSCRIPTION_EVENTS.deactivated];
         subscription = log.subscribe({ after: fannedOutThrough, types }, handle);

@@ -75,7 +75,8 @@ export const checkDeliveries = (subs: readonly Subscription[], deliveries: reado
     const bad = (what: string) => note(f, 'bad_deliveries', `${pair}@${d.at}`, `${pair} (attempt ${header(d, 'x-webhook-attempt')}): ${what}`);
     if (sub?.deletedAt != null) latestAfterDelete = Math.max(latestAfterDelete, d.at - sub.deletedAt);
     if (sub?.deletedAt != null && d.at > sub.deletedAt + DELIVERY_GRACE_MS) {
-      note(f, 'deliveries_after_delete', `${pair}@${d.at}`, `${pair}: arrived ${d.at - sub.deletedAt} ms after the DELETE of ${sub.id} was answered`);
+      const tries = sub.deleteTries.join('; ');
+      note(f, 'deliveries_after_delete', `${pair}@${d.at}`, `${pair} (attempt ${header(d, 'x-webhook-attempt')}): arrived ${d.at - sub.deletedAt} ms after the DELETE of ${sub.id} was answered (its tries: ${tries})`);
     }
     if (sub === undefined || sub.secret === null) {
       unchecked += 1;

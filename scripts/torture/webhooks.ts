@@ -30,6 +30,8 @@ export interface Subscription {
   deleteSentAt: number | null;
   /** Date.now() when a DELETE was answered 204 (or 404 after an earlier try of ours). */
   deletedAt: number | null;
+  /** Each try of its DELETE (server port, answer, duration), for a report of deliveries after it. */
+  readonly deleteTries: string[];
 }
 
 export interface Delivery {
@@ -87,7 +89,7 @@ export const startHooks = async (baseUrl: () => string, keepRetrying: () => bool
       await pause(random.int(...FAIL_BEFORE_DELETE_MS));
     }
     // A DELETE may be sent again: 404 then means an earlier try deleted it.
-    const decision = await decide(baseUrl, { method: 'DELETE', path: `/api/v1/webhooks/${sub.id}`, token: sub.workspace.apiKey }, keepRetrying);
+    const decision = await decide(baseUrl, { method: 'DELETE', path: `/api/v1/webhooks/${sub.id}`, token: sub.workspace.apiKey }, keepRetrying, undefined, sub.deleteTries);
     if (decision.answer?.status === 204 || decision.answer?.status === 404) sub.deletedAt = Date.now();
   };
 
@@ -106,7 +108,7 @@ export const startHooks = async (baseUrl: () => string, keepRetrying: () => bool
   };
 
   const create: Hooks['create'] = async (workspace, label, events, fromOffset) => {
-    const sub: Subscription = { label, workspace, events, createOutcome: 'pending', id: null, secret: null, fromOffset: null, deleteSentAt: null, deletedAt: null };
+    const sub: Subscription = { label, workspace, events, createOutcome: 'pending', id: null, secret: null, fromOffset: null, deleteSentAt: null, deletedAt: null, deleteTries: [] };
     subscriptions.push(sub);
     const body = { url: `${receiverUrl}/${label}`, events, description: label };
     const decision = await decide(baseUrl, { method: 'POST', path: '/api/v1/webhooks', token: workspace.apiKey, key: label, body }, keepRetrying);

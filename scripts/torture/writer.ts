@@ -38,15 +38,26 @@ export interface Decision {
 const describe = (sent: Sent): string =>
   sent.kind === 'answer' ? `${sent.answer.status} ${sent.answer.body?.error_code ?? ''}`.trim() : sent.kind === 'unreached' ? 'connection refused' : sent.error;
 
+/** Each try of a request: the server, what came back and how long it took (a report's evidence). */
+export type Tries = string[];
+
+/** `send`, noting the try in `tries` when given. */
+const sendNoted = async (url: string, spec: RequestSpec, tries?: Tries): Promise<Sent> => {
+  const began = Date.now();
+  const sent = await send(url, spec);
+  tries?.push(`${new URL(url).port}: ${describe(sent)} after ${Date.now() - began} ms`);
+  return sent;
+};
+
 /** Sends `spec` until an answer decides it, while `keepGoing()`; an undecided request is unknown. */
-export const decide = async (baseUrl: () => string, spec: RequestSpec, keepGoing: () => boolean, first?: Sent): Promise<Decision> => {
-  let sent = first ?? (await send(baseUrl(), spec));
+export const decide = async (baseUrl: () => string, spec: RequestSpec, keepGoing: () => boolean, first?: Sent, tries?: Tries): Promise<Decision> => {
+  let sent = first ?? (await sendNoted(baseUrl(), spec, tries));
   for (;;) {
     const verdict = verdictOf(sent, true);
     if (verdict !== 'retry') return { outcome: verdict, answer: sent.kind === 'answer' ? sent.answer : null, keyReused: isKeyReused(sent), how: describe(sent) };
     if (!keepGoing()) return { outcome: 'unknown', answer: null, keyReused: false, how: `gave up after ${describe(sent)}` };
     await new Promise((resolve) => setTimeout(resolve, RETRY_EVERY_MS));
-    sent = await send(baseUrl(), spec);
+    sent = await sendNoted(baseUrl(), spec, tries);
   }
 };
 

@@ -93,6 +93,74 @@ describe('dispatcher: a subscription deleted behind its directory (int, SQLite)'
     expect(sent, 'deliveries after the dispatcher was told').to.have.length(0);
   });
 
+  describe('an attempt whose look at the log grew old before its write', () => {
+    /** How old a look may be in these cases (the default is half the DELETE's bound: a second). */
+    const LOOK_VALID_MS = 100;
+    /** A sender that asks `wanted` as the real one does just before writing (after `connectMs`), and records what it writes. */
+    const askingSender = (connectMs: number) => ({
+      send: (request: DeliveryRequest) =>
+        new Promise((resolve) =>
+          setTimeout(() => {
+            if (request.wanted?.() === false) return resolve({ delivered: false, statusCode: null, error: 'cancelled', latencyMs: 1 });
+            sent.push(request);
+            resolve({ delivered: true, statusCode: 200, error: null, latencyMs: 1 });
+          }, connectMs),
+        ),
+      close: async () => undefined,
+    });
+    const withSender = async (connectMs: number) => {
+      await dispatcher.stop();
+      dispatcher = createDispatcher({ ...dispatcherDeps, lookValidMs: LOOK_VALID_MS, sender: askingSender(connectMs) as never });
+      dispatcher.start();
+    };
+    /**
+     * At the attempt's first look at the subscription's stream, once it is read: `meanwhile`, then a
+     * stall of this thread's event loop (a long synchronous task, a descheduled process). Returns how
+     * many looks there were so far.
+     */
+    const stallAfterFirstLook = (meanwhile: () => Promise<void> = async () => undefined): (() => number) => {
+      const readStream = log.readStream.bind(log);
+      let looks = 0;
+      log.readStream = async (stream, from) => {
+        const events = await readStream(stream, from);
+        if (stream !== subscriptionStream(SUBSCRIPTION) || looks++ > 0) return events;
+        await meanwhile();
+        const until = performance.now() + 3 * LOOK_VALID_MS;
+        while (performance.now() < until);
+        return events;
+      };
+      return () => looks;
+    };
+
+    it('sends nothing when the process stalled between the look and the write while the subscription was deleted (a DELETE that waited out its bound)', async () => {
+      await withSender(0);
+      // The look reads the stream before the deletion; the DELETE (another process) then appends its
+      // marker and removes the stream, and this process stalls: its directory has applied none of it
+      // when the attempt resumes.
+      const looks = stallAfterFirstLook(() => log.deleteStream(subscriptionStream(SUBSCRIPTION)));
+      await dispatcher.fanOut(await publicEvent());
+      await settle(300);
+      expect(sent, 'deliveries written after the stall').to.have.length(0);
+      expect(looks(), 'the attempt looked again').to.equal(2);
+    });
+
+    it('sends when the look is older but the event loop kept running (a connection slow to open): the directory was current', async () => {
+      await withSender(3 * LOOK_VALID_MS);
+      await dispatcher.fanOut(await publicEvent());
+      await settle(3 * LOOK_VALID_MS + 300);
+      expect(sent, 'the delivery').to.have.length(1);
+    });
+
+    it('sends after a stall that deleted nothing, once it has looked again', async () => {
+      await withSender(0);
+      const looks = stallAfterFirstLook();
+      await dispatcher.fanOut(await publicEvent());
+      await settle(300);
+      expect(sent, 'the delivery, once').to.have.length(1);
+      expect(looks()).to.equal(2);
+    });
+  });
+
   it('cancels the attempts in flight to a subscription as it is deleted', async () => {
     let cancelled = 0;
     // An endpoint that does not answer: the attempt stays in flight until cancelled.

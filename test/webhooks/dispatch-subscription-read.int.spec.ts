@@ -118,17 +118,28 @@ describe('dispatcher: what an attempt reads of its subscription (int, SQLite)', 
   });
 
   it('sharedPerTurn: one read per row and turn; the next turn reads again, a row of another revision apart', async () => {
-    const look = sharedPerTurn(log);
+    const look = sharedPerTurn(log, 1_000);
     const [a, b] = [look(row), look(row)];
     expect(a).to.equal(b);
-    expect(await a).to.deep.equal({ newerThrough: null });
+    expect((await a).logged).to.deep.equal({ newerThrough: null });
     expect(reads).to.deep.equal([1]);
     await look({ ...row, revision: row.revision - 1 });
     expect(reads, 'a row of another revision').to.deep.equal([1, 2]);
     // The delete commits in a later turn (group commit), so this look is the next turn's.
     await log.deleteStream(subscriptionStream(SUBSCRIPTION));
-    expect(await look(row), 'the next turn').to.equal('gone');
+    expect((await look(row)).logged, 'the next turn').to.equal('gone');
     expect(reads).to.deep.equal([1, 2, 0]);
+  });
+
+  it('sharedPerTurn: a turn that outlasts the age a look may have reads again (a stalled thread)', async () => {
+    const look = sharedPerTurn(log, 50);
+    const first = look(row);
+    const until = performance.now() + 80;
+    while (performance.now() < until);
+    const second = look(row);
+    expect(second).to.not.equal(first);
+    expect((await second).at).to.be.greaterThan((await first).at);
+    expect(reads).to.deep.equal([1, 1]);
   });
 
   it('a look is not kept past its turn: a deletion after one attempt stops the next', async () => {

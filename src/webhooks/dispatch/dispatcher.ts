@@ -9,7 +9,7 @@
 // it keeps for a while (own-puts.ts): claiming that entry back untouched, it skips the log. With its
 // own schedule it may park what it need not hold (`parking`, parking.ts): held memory then follows
 // what is due soon, not what waits.
-import { setImmediate as nextTurn } from 'node:timers/promises';
+import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
 import type { Decided } from '../../domain/aggregate.js';
 import { deliveryAggregate, foldDeliveries, type Delivery, type DeliveryCommand } from '../../domain/delivery/delivery.js';
 import { deliveryIdOf, deliveryStream, legacyDeliveryIdOf, replayDeliveryIdOf } from '../../domain/delivery/ids.js';
@@ -33,6 +33,8 @@ import { readDeliveryHistory } from './restore.js';
 import { deleteSubscriptionHistory } from './subscription-history.js';
 import type { DueAttempt, RetrySchedule, SharedRetrySchedule } from './retry-schedule.js';
 import { sharedPerTurn } from './subscription-logged.js';
+import { DELETION_WAIT_MS } from './deletion-notices.js';
+import { watchEventLoopTurns } from '../../shared/event-loop-turns.js';
 import { createWaitingDeliveries, type WaitingView } from './waiting.js';
 
 export type DeliveryReport = { readonly kind: 'record_delivery_failed' | 'record_delivery_succeeded'; readonly deliveryId: string; readonly round: number };
@@ -59,6 +61,8 @@ export interface DispatcherDeps {
   readonly reachable?: () => Promise<void> | null;
   /** Own schedule only: where attempts not held in memory wait (parking.ts); the dispatcher closes it at stop. */
   readonly parking?: Parking;
+  /** How old what an attempt knows of the log may be when it is written (default LOOK_VALID_MS; `tooOld`). */
+  readonly lookValidMs?: number;
   /** A subscription's waiting deliveries kept for take-overs at most, where the records have an index (waiting.ts; default WAITING_KEPT). */
   readonly waitingKept?: number;
 }
@@ -79,6 +83,12 @@ export interface Parking {
   readonly maxHeld: number;
   readonly heldPerSubscription: number;
 }
+
+/** Half the bound a DELETE waits for the dispatchers that do not acknowledge it (the clocks of two hosts may drift apart a little). */
+export const LOOK_VALID_MS = DELETION_WAIT_MS / 2;
+
+/** An attempt not written: it looks at the log again. */
+const WITHHELD = Symbol('withheld');
 
 /** Attempts parked, taken back, cancelled or dropped in one go, at most (one transaction of the lot, one read of the deliveries per subscription, one page of the index). */
 const PARKING_BATCH = 1_000;
@@ -249,7 +259,9 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
   const reportLock = createKeyedLock();
   const settling = new Set<Promise<void>>();
   const ownPuts = createOwnPuts<Pending>(OWN_PUTS_KEPT);
-  const loggedNow = sharedPerTurn(log);
+  const lookValidMs = deps.lookValidMs ?? LOOK_VALID_MS;
+  const loggedNow = sharedPerTurn(log, lookValidMs);
+  const turns = watchEventLoopTurns();
   const parking = shared ? undefined : deps.parking;
   /** Subscriptions whose parked attempts are being taken back (one take at a time each). */
   const refilling = new Set<string>();
@@ -562,6 +574,29 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
     const p = pending.get(entry.deliveryId) ?? claimOwn(entry) ?? (await takeOver(entry));
     // Nothing left to attempt, or the attempt under way settles it: the claim is settled here.
     if (p === undefined || p.inFlight) return schedule.remove(entry.deliveryId, entry.round);
+    // Its lateness is counted once, at its first send.
+    let counted = false;
+    const started = (attempt: number): void => {
+      if (!counted) punctuality.started(attemptKind(p.delivery, attempt), clock() - entry.dueAt);
+      counted = true;
+    };
+    // Withheld: what it knew of the log grew too old before the request was written. It looks again
+    // once the timers have run (the directory's tail with them).
+    while ((await lookThenSend(p, started)) === WITHHELD) await sleep(0);
+  };
+
+  /**
+   * Whether what the attempt knows of the log is too old to write it on: the later of its look and
+   * the last turn of the event loop (the directory, kept by a tail polling the log, is current as of
+   * that turn) must be within `lookValidMs`. A DELETE that this dispatcher did not acknowledge waits
+   * out its bound after the marker is in the log, twice that: an attempt written before its look is
+   * that old was prepared, at the latest, while the DELETE still waited. Past it (the process stalled
+   * between the look and the write), the attempt looks again before anything is written.
+   */
+  const tooOld = (lookedAt: number): boolean => performance.now() - Math.max(lookedAt, turns.lastTurn()) > lookValidMs;
+
+  /** Checks the subscription, looks at the log and sends (`started` as it does); WITHHELD when nothing was written because the look grew too old. */
+  const lookThenSend = async (p: Pending, started: (attempt: number) => void): Promise<typeof WITHHELD | void> => {
     const row = existing(p.workspaceId, p.delivery.subscriptionId);
     if (row === undefined) return settle(dispatcher.subscriptionDeleted(p.delivery.subscriptionId), p.delivery.id);
     if (!row.isActive) return settle(cancel(p, 'subscription_inactive'), p.delivery.id);
@@ -570,7 +605,8 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
     // per subscription row and turn, shared by the attempts the turn starts).
     const unreachable = deps.reachable?.();
     if (unreachable) await unreachable;
-    const logged = await loggedNow(row);
+    const look = await loggedNow(row);
+    const { logged } = look;
     if (logged === 'gone') {
       gone.add(row.id);
       return settle(dispatcher.subscriptionDeleted(row.id), p.delivery.id);
@@ -588,17 +624,27 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
       p.inFlight = false;
       return settle(dispatcher.subscriptionDeleted(row.id), p.delivery.id);
     }
+    if (tooOld(look.at)) {
+      p.inFlight = false;
+      return WITHHELD;
+    }
     const attempt = p.delivery.attempt + 1;
-    const wanted = () => !gone.has(row.id) && existing(p.workspaceId, row.id) !== undefined;
+    let withheld = false;
+    // Asked just before the request is written to its connection (which may have taken a while to open).
+    const wanted = (): boolean => {
+      withheld = tooOld(look.at);
+      return !withheld && !gone.has(row.id) && existing(p.workspaceId, row.id) !== undefined;
+    };
     // The secrets as they are when it is sent, not when it was scheduled.
     const { secrets } = existing(p.workspaceId, row.id) ?? row;
     const request = { url: row.url, body, eventType: p.delivery.eventType, deliveryId: p.delivery.id, attempt, secrets, wanted };
-    punctuality.started(attemptKind(p.delivery, attempt), clock() - entry.dueAt);
+    started(attempt);
     const outcome = await sender.send(request, (cancel) => {
       p.cancel = cancel;
     });
     p.inFlight = false;
     delete p.cancel;
+    if (withheld) return WITHHELD;
     settle(conclude(p, attempt, outcome), p.delivery.id);
   };
 
@@ -853,6 +899,7 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
       stopping = true;
       if (sweeper !== null) clearInterval(sweeper);
       await pump.stop();
+      turns.stop();
       while (settling.size > 0) await Promise.allSettled([...settling]);
       await recorder.drain();
       parking?.lot.close();

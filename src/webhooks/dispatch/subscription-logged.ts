@@ -19,19 +19,23 @@ export const loggedSince = async (log: EventLog, row: SubscriptionRow): Promise<
   return { newerThrough: newer.at(-1)?.position ?? null };
 };
 
-type Look = ReturnType<typeof loggedSince>;
+/** A look at the log, and when it was taken (performance.now() before the read: it is at least that fresh). */
+export interface Look {
+  readonly logged: Awaited<ReturnType<typeof loggedSince>>;
+  readonly at: number;
+}
 
-/** `loggedSince`, read once per subscription row per turn of the event loop. */
-export const sharedPerTurn = (log: EventLog): ((row: SubscriptionRow) => Look) => {
-  const looks = new Map<string, Look>();
+/** `loggedSince`, read once per subscription row per turn of the event loop, and again within a turn that outlasts `maxAgeMs`. */
+export const sharedPerTurn = (log: EventLog, maxAgeMs: number): ((row: SubscriptionRow) => Promise<Look>) => {
+  const looks = new Map<string, { readonly at: number; readonly look: Promise<Look> }>();
   return (row) => {
     const key = `${row.id}\0${row.revision}`;
-    let look = looks.get(key);
-    if (look === undefined) {
-      if (looks.size === 0) setImmediate(() => looks.clear());
-      look = loggedSince(log, row);
-      looks.set(key, look);
-    }
+    const now = performance.now();
+    const shared = looks.get(key);
+    if (shared !== undefined && now - shared.at <= maxAgeMs) return shared.look;
+    if (looks.size === 0) setImmediate(() => looks.clear());
+    const look = loggedSince(log, row).then((logged) => ({ logged, at: now }));
+    looks.set(key, { at: now, look });
     return look;
   };
 };

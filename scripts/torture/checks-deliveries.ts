@@ -2,7 +2,9 @@
 // carries the event exactly as /updates serves it (less the offset), of a type the subscription asked
 // for, under one X-Webhook-Id per event and subscription. Every public event from a subscription's
 // start on reaches it while it is not deleted, at least once. Nothing arrives after a DELETE was
-// answered, give or take DELETE_GRACE_MS for a request the dispatcher had already started.
+// answered, give or take DELIVERY_GRACE_MS for a request the dispatcher had already started; a
+// delivery counts as arrived at the earliest the receiver may have had it (the receiver's thread
+// measures how far behind it ran, and a host busier than its cores leaves it behind now and then).
 import { isDeepStrictEqual } from 'node:util';
 import { verifySignature } from '../../src/webhooks/signature.js';
 import type { FeedItem } from './feed.js';
@@ -73,10 +75,13 @@ export const checkDeliveries = (subs: readonly Subscription[], deliveries: reado
     const eventId = eventIdOf(d) ?? '?';
     const pair = `${d.label}/${eventId}`;
     const bad = (what: string) => note(f, 'bad_deliveries', `${pair}@${d.at}`, `${pair} (attempt ${header(d, 'x-webhook-attempt')}): ${what}`);
-    if (sub?.deletedAt != null) latestAfterDelete = Math.max(latestAfterDelete, d.at - sub.deletedAt);
-    if (sub?.deletedAt != null && d.at > sub.deletedAt + DELIVERY_GRACE_MS) {
+    // The earliest it may have arrived: the receiver's thread may not have run when it did.
+    const arrived = d.at - d.lagMs;
+    if (sub?.deletedAt != null) latestAfterDelete = Math.max(latestAfterDelete, arrived - sub.deletedAt);
+    if (sub?.deletedAt != null && arrived > sub.deletedAt + DELIVERY_GRACE_MS) {
       const tries = sub.deleteTries.join('; ');
-      note(f, 'deliveries_after_delete', `${pair}@${d.at}`, `${pair} (attempt ${header(d, 'x-webhook-attempt')}): arrived ${d.at - sub.deletedAt} ms after the DELETE of ${sub.id} was answered (its tries: ${tries})`);
+      const lag = d.lagMs > 0 ? ` (read ${d.at - sub.deletedAt} ms after, the receiver's thread ${d.lagMs} ms behind)` : '';
+      note(f, 'deliveries_after_delete', `${pair}@${d.at}`, `${pair} (attempt ${header(d, 'x-webhook-attempt')}): arrived ${arrived - sub.deletedAt} ms after the DELETE of ${sub.id} was answered${lag} (its tries: ${tries})`);
     }
     if (sub === undefined || sub.secret === null) {
       unchecked += 1;

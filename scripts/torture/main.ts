@@ -259,6 +259,7 @@ export const runTorture = async (o: TortureOptions): Promise<TortureResult> => {
       deliveries_received: h.deliveries.length,
       deliveries_unchecked: figures.unchecked,
       latest_delivery_after_delete_ms: Number.isFinite(figures.latestAfterDelete) ? figures.latestAfterDelete : 0,
+      max_receiver_lag_ms: h.deliveries.reduce((max, d) => Math.max(max, d.lagMs), 0),
       subscriptions: h.subscriptions.length,
       seed: o.seed,
       seconds: Math.round((Date.now() - started) / 1000),

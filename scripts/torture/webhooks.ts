@@ -37,8 +37,10 @@ export interface Subscription {
 export interface Delivery {
   readonly label: string;
   readonly request: ReceivedRequest;
-  /** Date.now() when the whole request had arrived. */
+  /** Date.now() when the receiver read the whole request. */
   readonly at: number;
+  /** How long before `at` it may have arrived (the receiver's thread did not run meanwhile). */
+  readonly lagMs: number;
   readonly status: number;
 }
 
@@ -78,7 +80,7 @@ export const startHooks = async (baseUrl: () => string, keepRetrying: () => bool
       if (message.kind === 'ready') resolve(message.url);
       else if (message.kind === 'closed') closed();
       // A Buffer crosses threads as a plain Uint8Array.
-      else deliveries.push({ label: message.label, request: { ...message.request, body: Buffer.from(message.request.body) }, at: message.at, status: message.status });
+      else deliveries.push({ label: message.label, request: { ...message.request, body: Buffer.from(message.request.body) }, at: message.at, lagMs: message.lagMs, status: message.status });
     });
   });
 

@@ -588,10 +588,10 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
   /**
    * Whether what the attempt knows of the log is too old to write it on: the later of its look and
    * the last turn of the event loop (the directory, kept by a tail polling the log, is current as of
-   * that turn) must be within `lookValidMs`. A DELETE that this dispatcher did not acknowledge waits
-   * out its bound after the marker is in the log, twice that: an attempt written before its look is
-   * that old was prepared, at the latest, while the DELETE still waited. Past it (the process stalled
-   * between the look and the write), the attempt looks again before anything is written.
+   * that turn) must be within `lookValidMs`. A DELETE that waits for this dispatcher and hears nothing
+   * answers no sooner than its bound, twice that, after its marker is in the log: an attempt written
+   * within `lookValidMs` of a look that did not see the marker goes out before that answer. Past it
+   * (the process stalled between the look and the write), the attempt looks again first.
    */
   const tooOld = (lookedAt: number): boolean => performance.now() - Math.max(lookedAt, turns.lastTurn()) > lookValidMs;
 

@@ -3,6 +3,7 @@
 // per process in BEGIN IMMEDIATE transactions; stream revisions, positions and each workspace's last
 // offset are read inside the write transaction, so offsets strictly increase per workspace in commit
 // order whichever process commits.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { isPublicEventType } from '../domain/event-types.js';
 import { systemMicros, type MicrosClock } from './clock.js';
 import {
@@ -46,6 +47,8 @@ export interface SqliteLogOptions {
   readonly commitsChannel?: { readonly name: string; readonly role: 'announce' | 'hear' };
   /** Whether each commit of this connection is fsynced (default `full`; see OpenMode). */
   readonly durability?: 'full' | 'relaxed';
+  /** Events a deleteStream removes per transaction (default DELETE_BATCH). */
+  readonly deleteBatch?: number;
 }
 
 export interface SqliteEventLog extends EventLog {
@@ -56,6 +59,16 @@ export interface SqliteEventLog extends EventLog {
   /** scripts/export.ts only: public events as raw rows with the data's stored JSON text (sqlite-export.ts). */
   exportPages(query: ExportQuery): Iterable<ExportRow[]>;
 }
+
+/**
+ * A stream's deletion removes this many events a transaction, newest first, and pauses between them.
+ * One statement over a long delivery history held the write lock for all of it (9.8 s at 1,000,000
+ * events, and another connection's commit failed past its 5 s busy timeout). SQLite's lock is not
+ * fair: without the pause, the batches starved a writer of another connection retrying on its timer
+ * (`npm run bench -- stream-delete`; ARCHITECTURE.md, "The log").
+ */
+const DELETE_BATCH = 250;
+const DELETE_PAUSE_MS = 10;
 
 /** Streams whose last revision a connection keeps (see `revisions` below): about 11 MB of heap at the bound. */
 const REVISIONS_KEPT = 65_536;
@@ -73,6 +86,7 @@ export const openSqliteLog = (options: SqliteLogOptions): SqliteEventLog => {
   const db = openLogDatabase(options.file, { shared, busyTimeoutMs, ...(options.durability === undefined ? {} : { durability: options.durability }) });
   const clock = options.clock ?? systemMicros;
   const pageSize = options.pageSize ?? 1000;
+  const deleteBatch = options.deleteBatch ?? DELETE_BATCH;
   // A connection whose commits answer requests leaves the WAL's checkpoints to a thread of its own,
   // at a quarter of its own threshold, which stays as the bound. Exclusive locking admits no second connection.
   const checkpointer =
@@ -84,7 +98,7 @@ export const openSqliteLog = (options: SqliteLogOptions): SqliteEventLog => {
     byId: db.prepare(`SELECT ${COLUMNS} FROM events WHERE id = ?`).raw(),
     lastRevision: db.prepare('SELECT max(revision) FROM events WHERE stream = ?').pluck(),
     stream: db.prepare(`SELECT ${COLUMNS} FROM events WHERE stream = ? AND revision >= ? ORDER BY revision`).raw(),
-    deleteStream: db.prepare('DELETE FROM events WHERE stream = ?'),
+    deleteNewest: db.prepare('DELETE FROM events WHERE position IN (SELECT position FROM events WHERE stream = ? ORDER BY revision DESC LIMIT ?)'),
     lastOffset: db.prepare('SELECT last_offset FROM workspace_offsets WHERE workspace_id = ?').pluck(),
     // The last event that exists: positions of a deleted tail are never read again (AUTOINCREMENT
     // still keeps them from being reused), so no reader may wait for them.
@@ -136,6 +150,11 @@ export const openSqliteLog = (options: SqliteLogOptions): SqliteEventLog => {
   channel?.unref();
   const subscriptions = new Set<{ stop(): Promise<void> }>();
   let closed = false;
+  /** Streams this connection is deleting, and when each deletion ends: appends to them wait for it. */
+  const deleting = new Map<string, Promise<void>>();
+  const afterDeletionOf = async (streams: readonly string[]): Promise<void> => {
+    for (const stream of streams) await deleting.get(stream)?.catch(() => undefined);
+  };
 
   const writer = groupCommit(db, {
     begin: () => {
@@ -295,10 +314,12 @@ export const openSqliteLog = (options: SqliteLogOptions): SqliteEventLog => {
   return {
     append: async (stream, events, expected) => {
       ensureOpen();
+      if (deleting.size > 0) await afterDeletionOf([stream]);
       return writer.submit(() => appendParts([{ stream, events, expected }])[0] as AppendResult);
     },
     appendAll: async (parts) => {
       ensureOpen();
+      if (deleting.size > 0) await afterDeletionOf(parts.map((part) => part.stream));
       return writer.submit(() => appendParts(parts));
     },
     readStream: async (stream, fromRevision = 0) => {
@@ -325,13 +346,32 @@ export const openSqliteLog = (options: SqliteLogOptions): SqliteEventLog => {
       ensureOpen();
       return follow(headNow(), readFeedMarks, (mark) => handler(mark.workspaceId, mark.offset));
     },
-    // Through the writer, so it lands in call order relative to appends already submitted.
+    // Through the writer, so it begins in call order relative to appends already submitted; this
+    // connection's appends to the stream called meanwhile wait until it ends. A batch a transaction,
+    // newest first: other writes commit between batches, and a reader (or a crash) meets an earlier
+    // state of the stream, never one with a gap. It ends with the batch that finds the stream empty,
+    // so what another connection appended meanwhile goes too, and the next append is revision 0.
     deleteStream: async (stream) => {
       ensureOpen();
-      await writer.submit(() => {
-        statements.deleteStream.run(stream);
+      const deleteNewest = (): number => {
         revisions.delete(stream);
-      });
+        return statements.deleteNewest.run(stream, deleteBatch).changes;
+      };
+      const untilEmpty = async (): Promise<void> => {
+        // A close stops it between batches: what remains is an earlier state of the stream.
+        while ((await writer.submit(deleteNewest)) === deleteBatch) {
+          await sleep(DELETE_PAUSE_MS);
+          ensureOpen();
+        }
+      };
+      const before = deleting.get(stream);
+      const deletion = before === undefined ? untilEmpty() : before.catch(() => undefined).then(untilEmpty);
+      deleting.set(stream, deletion);
+      try {
+        await deletion;
+      } finally {
+        if (deleting.get(stream) === deletion) deleting.delete(stream);
+      }
     },
     headPosition: async () => {
       ensureOpen();
@@ -347,6 +387,8 @@ export const openSqliteLog = (options: SqliteLogOptions): SqliteEventLog => {
       if (closed) return;
       closed = true;
       await writer.drain();
+      // Each stops at its next batch (LogUnavailable to its caller).
+      await Promise.allSettled(deleting.values());
       await Promise.all([...subscriptions].map((subscription) => subscription.stop()));
       channel?.close();
       await checkpointer?.stop();

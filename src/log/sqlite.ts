@@ -62,10 +62,10 @@ export interface SqliteEventLog extends EventLog {
 
 /**
  * A stream's deletion removes this many events a transaction, newest first, and pauses between them.
- * One statement over a long delivery history held the write lock for all of it (9.8 s at 1,000,000
- * events, and another connection's commit failed past its 5 s busy timeout). SQLite's lock is not
- * fair: without the pause, the batches starved a writer of another connection retrying on its timer
- * (`npm run bench -- stream-delete`; ARCHITECTURE.md, "The log").
+ * One statement over a long delivery history held the write lock for all of it (9.5 s at 1,000,000
+ * events: another connection's commit failed past its 5 s busy timeout, and this thread was held as
+ * long). SQLite's lock is not fair: without the pause, the batches starved a writer of another
+ * connection retrying on its timer (`npm run bench -- stream-delete`; ARCHITECTURE.md, "The log").
  */
 const DELETE_BATCH = 250;
 const DELETE_PAUSE_MS = 10;

@@ -92,6 +92,20 @@ describe('SQLite log: deleting a long stream (integration)', () => {
     }
   });
 
+  it('ends for each of two connections deleting the stream at once, with the stream empty', async () => {
+    const file = freshFile();
+    const [a, b] = [openSqliteLog({ file, shared: true, deleteBatch: BATCH }), openSqliteLog({ file, shared: true, deleteBatch: BATCH })];
+    try {
+      await fill(a, 500);
+      const before = a.stats().transactions + b.stats().transactions;
+      await Promise.all([a.deleteStream(STREAM), b.deleteStream(STREAM)]);
+      expect(await revisionsOf(a)).to.deep.equal([]);
+      expect(a.stats().transactions + b.stats().transactions - before, 'each batch once, and one empty batch each at most').to.be.within(500 / BATCH, 500 / BATCH + 2);
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+    }
+  });
+
   it('holds back an append of its own connection to the stream called meanwhile until it ends: the append is revision 0', async () => {
     const log = openSqliteLog({ file: freshFile(), deleteBatch: BATCH });
     try {

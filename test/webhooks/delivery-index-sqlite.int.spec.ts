@@ -55,6 +55,38 @@ describe('delivery history index file (int)', () => {
     ]),
   });
 
+  it("forgets a long history a batch a commit, the thread free between: a reader sees it shrink, and another subscription's record lands meanwhile", async () => {
+    const writer = openSqliteDeliveryIndex({ file: temp.file });
+    const reader = new Database(temp.file, { readonly: true });
+    const count = reader.prepare('SELECT count(*) FROM deliveries WHERE sub = ?').pluck();
+    try {
+      for (let position = 1; position <= 5_000; position++) writer.apply(scheduled(position));
+      writer.commit();
+      const forgetting = writer.forget('s1');
+      let ended = false;
+      void forgetting.then(() => (ended = true));
+      const seen = new Set<number>();
+      let landedMeanwhile = false;
+      while (!ended) {
+        const left = count.get('s1') as number;
+        seen.add(left);
+        if (left > 0 && left < 5_000 && !landedMeanwhile) {
+          writer.apply(scheduled(5_001, 's2'));
+          writer.commit();
+          landedMeanwhile = count.get('s2') === 1 && !ended;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 2));
+      }
+      await forgetting;
+      expect(count.get('s1')).to.equal(0);
+      expect([...seen].filter((left) => left > 0 && left < 5_000), 'counts seen part way').to.not.be.empty;
+      expect(landedMeanwhile, "another subscription's record committed while the forget went on").to.equal(true);
+    } finally {
+      reader.close();
+      await writer.close();
+    }
+  });
+
   it('serves a reader on another connection what the writer committed, while the writer goes on', async () => {
     const writer = openSqliteDeliveryIndex({ file: temp.file });
     const reader = openSqliteDeliveryHistory({ file: temp.file });

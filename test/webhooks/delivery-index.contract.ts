@@ -299,6 +299,26 @@ export const deliveryIndexContract = (name: string, factory: () => Promise<Deliv
       expect(await fixture.index.has(asked)).to.deep.equal([true, false, false, false, true]);
     });
 
+    it('forgets a history longer than it deletes at once, by its marker and when asked, and nothing of the others', async () => {
+      const log = deliveryLog();
+      // In records of 500, as a busy dispatcher packs them; more than any adapter deletes in one go.
+      const history = (subscriptionId: string, count: number): ProjectedEvent[] =>
+        Array.from({ length: Math.ceil(count / 500) }, (_, r) =>
+          log.record(subscriptionId, Array.from({ length: Math.min(500, count - r * 500) }, (_, i) => log.schedule(subscriptionId, `${subscriptionId}-${r * 500 + i}`)).flat()),
+        );
+      await apply([...history('s1', 2_500), ...history('s2', 2_500), ...history('s3', 10)]);
+      await apply([log.deleted('s1')]);
+      await fixture.index.forget('s2');
+      expect((await fixture.index.page({ subscriptionId: 's2', limit: 10 })).items, 'gone once forget resolves').to.deep.equal([]);
+      // The marker's may go on after the apply, a batch at a time.
+      for (const deadline = Date.now() + 10_000; (await fixture.index.page({ subscriptionId: 's1', limit: 10 })).items.length > 0; ) {
+        if (Date.now() > deadline) throw new Error("s1's history is still there 10 s after its marker");
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      expect((await fixture.index.page({ subscriptionId: 's3', limit: 100 })).items).to.have.length(10);
+      expect((await fixture.index.pending()).deliveries.map((p) => p.delivery.subscriptionId)).to.deep.equal(Array(10).fill('s3'));
+    });
+
     it("forgets a deleted subscription's history, and everything on clear", async () => {
       const log = deliveryLog();
       await apply([log.record('s1', log.schedule('s1', 'd1')), log.record('s2', log.schedule('s2', 'd2')), log.deleted('s1')]);

@@ -1,13 +1,17 @@
 // The service starts again after webhook subscriptions (and with them their delivery history) were
 // deleted, whether the deletion was the last write, in the middle of a busy log, or followed by
-// kill -9; and a start over a log whose deleted tail is large completes within a bound. Deletions
-// leave positions that are never read again: nothing may wait for them.
+// kill -9; a long history goes a batch at a time while the API writes; and a start over a log whose
+// deleted tail is large completes within a bound. Deletions leave positions that are never read
+// again: nothing may wait for them.
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { expect } from 'chai';
+import { packSteps } from '../../src/domain/delivery/delivery.js';
+import { deliveryStream } from '../../src/domain/delivery/ids.js';
 import { openSqliteLog } from '../../src/log/sqlite.js';
+import { deliverySteps } from '../support/delivery-steps.js';
 import { createProcessGroup, type ProcessGroup } from '../support/processes.js';
 import { openTicket, ticketId } from '../support/tickets-fixtures.js';
 import { startReceiver, type Receiver } from '../support/receiver.js';
@@ -106,6 +110,40 @@ describe('restart after webhook subscriptions were deleted (e2e)', function () {
     expect((await ws.api('GET', '/api/v1/webhooks')).body.items.map((h: { id: string }) => h.id)).to.deep.equal([kept.id]);
     const after = await ticketId(ws);
     await eventually('the kept subscription delivers after the restart', () => receiver.requests.some((r) => r.body.toString('utf8').includes(after)));
+  });
+
+  it('deletes a delivery history many transactions long while the API goes on writing, and starts again after', async () => {
+    ts = await start();
+    let ws = await ts.createWorkspace('business');
+    const hook = await subscribe(ws, receiver.url);
+    // 12,000 deliveries recorded as a dispatcher records them (one packed record each): 48 of the log's
+    // deletion batches, at least a quarter of a second even with both threads deleting.
+    const steps = deliverySteps(ts.service.core.clock());
+    const log = ts.service.core.log;
+    for (let n = 0; n < 12_000; n += 500) {
+      const records = Array.from({ length: 500 }, (_, i) => {
+        const id = `dlv_${n + i}`;
+        return { id: randomBytes(16).toString('hex'), workspaceId: ws.workspaceId, ...packSteps([...steps.schedule(hook.id, id), ...steps.attempt(id, 'delivered')]) };
+      });
+      await log.append(deliveryStream(hook.id), records, 'any');
+    }
+    expect((await ws.api('DELETE', `/api/v1/webhooks/${hook.id}`)).status).to.equal(204);
+    let writes = 0;
+    let partWay = false;
+    for (;;) {
+      const left = (await log.readStream(deliveryStream(hook.id))).length;
+      if (left === 0) break;
+      if (left < 12_000) partWay = true;
+      const reply = await openTicket(ws);
+      expect(reply.status, JSON.stringify(reply.body)).to.equal(201);
+      writes += 1;
+    }
+    expect(partWay, 'the deletion was seen under way').to.equal(true);
+    expect(writes, 'tickets opened while the history went').to.be.greaterThan(0);
+
+    ws = await reopen(ws);
+    expect((await ws.api('GET', '/api/v1/webhooks')).body.items).to.deep.equal([]);
+    expect((await ws.api('GET', '/api/v1/tickets?page_size=1')).body.total).to.equal(writes);
   });
 
   it('starts within a bound over a log whose deleted tail holds 20,000 events', async () => {

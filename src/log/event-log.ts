@@ -107,7 +107,12 @@ export interface EventLog {
    * projection's checkpoint) can then ask for the types it reads alone, without losing its place.
    */
   readonly reportsScanned?: boolean;
-  /** Deletes a stream; its events disappear from every read. Deleting a missing stream is a no-op. */
+  /**
+   * Deletes a stream; its events disappear from every read. Deleting a missing stream is a no-op.
+   * A long stream may go in steps, newest events first: a reader meanwhile meets an earlier state of
+   * it, never one with a gap. Once this resolves the stream is empty, and appends to it start again
+   * at revision 0.
+   */
   deleteStream(stream: string): Promise<void>;
   /** One workspace's public, sequenced events by offset, in offset order. */
   readFeed(query: FeedQuery): Promise<RecordedEvent[]>;

@@ -18,6 +18,8 @@ export interface TakeOver {
 /** Hands the dispatcher `first` (read already) and, should that fail part way, a new read after a pause, until all of one is handed over or it is stopped. */
 export const takeOverMeanwhile = (dispatcher: Pick<Dispatcher, 'resume'>, first: DeliveryHistory, read: () => Promise<DeliveryHistory>): TakeOver => {
   let stopping = false;
+  // A stop ends the pause before a new read too: a service stopped meanwhile does not wait it out.
+  const stopped = new AbortController();
   async function* untilStopped(deliveries: DeliveryHistory['deliveries']): AsyncGenerator<RestoredDelivery> {
     for await (const restored of deliveries) {
       if (stopping) return;
@@ -34,7 +36,7 @@ export const takeOverMeanwhile = (dispatcher: Pick<Dispatcher, 'resume'>, first:
       } catch (error) {
         console.error('webhook dispatcher: taking over what waits failed, reading it again:', error);
         history = null;
-        await sleep(TAKE_OVER_RETRY_MS);
+        await sleep(TAKE_OVER_RETRY_MS, undefined, { signal: stopped.signal }).catch(() => undefined);
       }
     }
     return false;
@@ -43,6 +45,7 @@ export const takeOverMeanwhile = (dispatcher: Pick<Dispatcher, 'resume'>, first:
     done,
     async stop() {
       stopping = true;
+      stopped.abort();
       await done;
     },
   };

@@ -5,6 +5,7 @@
 // forgotten subscription. Figures: how long the forget took and the longest the thread was held
 // meanwhile; the ceiling: the same rows of a copy deleted in one statement (what forget was), the
 // least it can take in all and how long it held the thread.
+import { randomBytes } from 'node:crypto';
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
@@ -22,7 +23,8 @@ const fill = async (file: string, rows: number): Promise<void> => {
   db.transaction(() => {
     for (let i = 0; i < rows; i++) {
       const sub = i % 10 === 0 ? 'wh_other' : FORGOTTEN;
-      const id = `dlv_${((i * 2_654_435_761) % 4_294_967_296).toString(16)}_${i}`;
+      // As delivery ids are: the event's milliseconds, then a hash (src/domain/delivery/ids.ts).
+      const id = `${(1_764_000_000_000 + i).toString(16).padStart(12, '0')}${randomBytes(10).toString('hex')}`;
       const json = JSON.stringify({ id, subscriptionId: sub, eventType: 'ticket.created', status: 'delivered', attempt: 1, history: [{ attempt: 1, statusCode: 200, error: null, latencyMs: 12 }] });
       insert.run(id, sub, 'ws_bench', 'delivered', 'ticket.created', i, 1_764_000_000_000_000 + i * 1_000, json);
     }

@@ -14,6 +14,7 @@ import { packSteps } from '../../src/domain/delivery/delivery.js';
 import type { NewEvent } from '../../src/log/event-log.js';
 import { openLogDatabase } from '../../src/log/sqlite-open.js';
 import { openSqliteLog, type SqliteEventLog } from '../../src/log/sqlite.js';
+import { eventId } from '../../src/shared/ids.js';
 import { startWorker } from '../../src/shared/worker.js';
 import { round, sleep } from './fanout.js';
 import { quantiles } from './quantiles.js';
@@ -26,7 +27,7 @@ const QUIET_MS = 3000;
 
 /** A delivery's first attempt, failed, as the dispatcher records it (its steps packed in one event). */
 const record = (n: number): NewEvent => ({
-  id: randomUUID(),
+  id: eventId(),
   workspaceId: 'ws_bench',
   ...packSteps([
     { type: 'delivery.scheduled', data: { delivery_id: `dlv_${n}`, event_id: `evt_${n}`, event_type: 'ticket.created', event_position: n, subscription_id: 'wh_bench', round: 0, scheduled_at: 1_764_000_000_000 + n } },
@@ -51,7 +52,7 @@ const appendsBeside = async <T>(file: string, work: (writer: SqliteEventLog) => 
     let due = performance.now();
     for (;;) {
       try {
-        await writer.append(`ticket-${randomUUID()}`, [{ id: randomUUID(), type: 'ticket.created', workspaceId: 'ws_bench', data: { subject: 'x' } }], 'no_stream');
+        await writer.append(`ticket-${randomUUID()}`, [{ id: eventId(), type: 'ticket.created', workspaceId: 'ws_bench', data: { subject: 'x' } }], 'no_stream');
         waits.push(performance.now() - due);
       } catch {
         failures += 1;

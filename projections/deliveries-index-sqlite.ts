@@ -61,7 +61,7 @@ export const COMMIT_AFTER_MS = 100;
 const WAL_CHECKPOINT_PAGES = 10_000;
 /**
  * A deleted subscription's deliveries go this many a transaction, with a pause between: one statement
- * over 900,000 held the index thread 9.2 s, every other subscription's history standing still
+ * over 900,000 held the index thread 4.7 s, every other subscription's history standing still
  * (`npm run bench -- history-forget --long`).
  */
 const FORGET_BATCH = 1_000;

@@ -62,13 +62,14 @@ export interface SqliteEventLog extends EventLog {
 
 /**
  * A stream's deletion removes this many events a transaction, newest first, and pauses between them.
- * One statement over a long delivery history held the write lock for all of it (9.5 s at 1,000,000
- * events: another connection's commit failed past its 5 s busy timeout, and this thread was held as
- * long). SQLite's lock is not fair: without the pause, the batches starved a writer of another
- * connection retrying on its timer (`npm run bench -- stream-delete`; ARCHITECTURE.md, "The log").
+ * One statement over a long delivery history held the write lock for all of it (5.1 s at 1,000,000
+ * events; 9.5 s with random ids, as older logs have, and another connection's commit failed past its
+ * 5 s busy timeout), and this thread as long when it ran here. SQLite's lock is not fair: without
+ * the pause, the batches starved a writer of another connection retrying on its timer
+ * (`npm run bench -- stream-delete`; ARCHITECTURE.md, "The log").
  */
 const DELETE_BATCH = 250;
-const DELETE_PAUSE_MS = 10;
+const DELETE_PAUSE_MS = 5;
 
 /** Streams whose last revision a connection keeps (see `revisions` below): about 11 MB of heap at the bound. */
 const REVISIONS_KEPT = 65_536;

@@ -116,11 +116,12 @@ describe('restart after webhook subscriptions were deleted (e2e)', function () {
     ts = await start();
     let ws = await ts.createWorkspace('business');
     const hook = await subscribe(ws, receiver.url);
-    // 12,000 deliveries recorded as a dispatcher records them (one packed record each): 48 of the log's
-    // deletion batches, at least a quarter of a second even with both threads deleting.
+    // 30,000 deliveries recorded as a dispatcher records them (one packed record each): 120 of the
+    // log's deletion batches, a 5 ms pause after each, so a third of a second at least, even with
+    // both threads deleting.
     const steps = deliverySteps(ts.service.core.clock());
     const log = ts.service.core.log;
-    for (let n = 0; n < 12_000; n += 500) {
+    for (let n = 0; n < 30_000; n += 500) {
       const records = Array.from({ length: 500 }, (_, i) => {
         const id = `dlv_${n + i}`;
         return { id: randomBytes(16).toString('hex'), workspaceId: ws.workspaceId, ...packSteps([...steps.schedule(hook.id, id), ...steps.attempt(id, 'delivered')]) };
@@ -133,7 +134,7 @@ describe('restart after webhook subscriptions were deleted (e2e)', function () {
     for (;;) {
       const left = (await log.readStream(deliveryStream(hook.id))).length;
       if (left === 0) break;
-      if (left < 12_000) partWay = true;
+      if (left < 30_000) partWay = true;
       const reply = await openTicket(ws);
       expect(reply.status, JSON.stringify(reply.body)).to.equal(201);
       writes += 1;

@@ -155,6 +155,8 @@ export const openSqliteLog = (options: SqliteLogOptions): SqliteEventLog => {
   const deleting = new Map<string, Promise<void>>();
   const afterDeletionOf = async (streams: readonly string[]): Promise<void> => {
     for (const stream of streams) await deleting.get(stream)?.catch(() => undefined);
+    // Closed meanwhile: refused as any call after a close.
+    ensureOpen();
   };
 
   const writer = groupCommit(db, {
@@ -359,10 +361,11 @@ export const openSqliteLog = (options: SqliteLogOptions): SqliteEventLog => {
         return statements.deleteNewest.run(stream, deleteBatch).changes;
       };
       const untilEmpty = async (): Promise<void> => {
-        // A close stops it between batches: what remains is an earlier state of the stream.
-        while ((await writer.submit(deleteNewest)) === deleteBatch) {
-          await sleep(DELETE_PAUSE_MS);
+        for (;;) {
+          // A close stops it between batches: what remains is an earlier state of the stream.
           ensureOpen();
+          if ((await writer.submit(deleteNewest)) < deleteBatch) return;
+          await sleep(DELETE_PAUSE_MS);
         }
       };
       const before = deleting.get(stream);

@@ -120,14 +120,17 @@ describe('SQLite log: deleting a long stream (integration)', () => {
     }
   });
 
-  it('is stopped by a close between batches, leaving an earlier state of the stream that a later delete ends', async () => {
+  it('is stopped by a close between batches, with the appends it held back, leaving an earlier state of the stream that a later delete ends', async () => {
     const file = freshFile();
     const log = openSqliteLog({ file, shared: true, deleteBatch: BATCH });
     await fill(log, 500);
     const deletion = log.deleteStream(STREAM).then(() => null, (error: unknown) => error);
     await partlyDeleted(log, 500);
+    // Held back by the deletion, then refused as any call after the close.
+    const append = log.append(STREAM, [newEvent()], 'any').then(() => null, (error: unknown) => error);
     await log.close();
     expect(await deletion).to.be.instanceOf(LogUnavailable);
+    expect(await append).to.be.instanceOf(LogUnavailable);
     const reopened = openSqliteLog({ file, shared: true, deleteBatch: BATCH });
     try {
       const left = await revisionsOf(reopened);

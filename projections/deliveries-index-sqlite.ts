@@ -59,6 +59,7 @@ export const COMMIT_AFTER_MS = 100;
  * often. The WAL is cut back to WAL_LIMIT_BYTES after each checkpoint.
  */
 const WAL_CHECKPOINT_PAGES = 10_000;
+const WAL_LIMIT_BYTES = 64 * 1024 * 1024;
 /**
  * A deleted subscription's deliveries go this many a transaction, with a pause between: one statement
  * over 900,000 held the index thread 4.7 s, every other subscription's history standing still
@@ -66,7 +67,6 @@ const WAL_CHECKPOINT_PAGES = 10_000;
  */
 const FORGET_BATCH = 1_000;
 const FORGET_PAUSE_MS = 10;
-const WAL_LIMIT_BYTES = 64 * 1024 * 1024;
 
 const STREAMS = 'CREATE TABLE streams (sub TEXT PRIMARY KEY, revision INTEGER NOT NULL, position INTEGER NOT NULL, workspace TEXT NOT NULL) WITHOUT ROWID;';
 

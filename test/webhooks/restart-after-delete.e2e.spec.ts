@@ -1,16 +1,19 @@
 // The service starts again after webhook subscriptions (and with them their delivery history) were
 // deleted, whether the deletion was the last write, in the middle of a busy log, or followed by
-// kill -9; a long history goes a batch at a time while the API writes; and a start over a log whose
+// kill -9; a long history goes a batch at a time while the API writes, and one a kill -9 stopped part
+// way goes at the next start, which delivers meanwhile; and a start over a log whose
 // deleted tail is large completes within a bound. Deletions leave positions that are never read
 // again: nothing may wait for them.
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
+import Database from 'better-sqlite3';
 import { expect } from 'chai';
 import { packSteps } from '../../src/domain/delivery/delivery.js';
 import { deliveryStream } from '../../src/domain/delivery/ids.js';
 import { openSqliteLog } from '../../src/log/sqlite.js';
+import { historyDeletionStream } from '../../src/webhooks/dispatch/subscription-history.js';
 import { deliverySteps } from '../support/delivery-steps.js';
 import { createProcessGroup, type ProcessGroup } from '../support/processes.js';
 import { openTicket, ticketId } from '../support/tickets-fixtures.js';
@@ -199,5 +202,57 @@ describe('restart after kill -9 right after a webhook deletion (e2e, processes)'
     second.kill('SIGTERM');
     await timed('shutdown on SIGTERM', () => second.exited);
     expect(second.child.exitCode).to.equal(0);
+  });
+
+  it('takes up the deletion of a long history that a kill -9 stopped part way, and delivers meanwhile', async () => {
+    const receiver = await startReceiver();
+    try {
+      const env = { WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8' };
+      const first = await group.start('first', env);
+      const workspace = await call(`${first.url}/admin/v1/workspaces`, 'POST', ADMIN_TOKEN, { name: 'w' });
+      const key = String(workspace.body.api_key);
+      const doomed = String((await call(`${first.url}/api/v1/webhooks`, 'POST', key, { url: `${receiver.url}/doomed`, events: ['contact.created'] })).body.id);
+      await call(`${first.url}/api/v1/webhooks`, 'POST', key, { url: `${receiver.url}/kept`, events: ['ticket.created'] });
+      first.kill('SIGTERM');
+      await first.exited;
+      // 60,000 deliveries in the doomed subscription's history, recorded as a dispatcher records them:
+      // 240 of the log's deletion batches, a 5 ms pause after each. Settled, and behind the fan-out's
+      // checkpoint, as almost all of a long history is: a restart's take-over does not read them.
+      const file = path.join(dataDir, 'events.sqlite');
+      const log = openSqliteLog({ file });
+      const steps = deliverySteps(Date.now() * 1000);
+      for (let n = 0; n < 60_000; n += 1_000) {
+        const records = Array.from({ length: 1_000 }, (_, i) => ({
+          id: randomBytes(16).toString('hex'),
+          workspaceId: String(workspace.body.id),
+          ...packSteps([...steps.schedule(doomed, `dlv_${n + i}`, { fannedOutThrough: 1 }), ...steps.attempt(`dlv_${n + i}`, 'delivered')]),
+        }));
+        await log.append(deliveryStream(doomed), records, 'any');
+      }
+      await log.close();
+      const reader = new Database(file, { readonly: true });
+      const left = (stream: string): number => reader.prepare('SELECT count(*) FROM events WHERE stream = ?').pluck().get(stream) as number;
+      try {
+        const second = await group.start('second', env);
+        expect((await call(`${second.url}/api/v1/webhooks/${doomed}`, 'DELETE', key)).status).to.equal(204);
+        await eventually('the deletion under way', () => left(deliveryStream(doomed)) < 60_000, 30_000);
+        second.kill('SIGKILL');
+        await second.exited;
+        const stoppedAt = left(deliveryStream(doomed));
+        expect(stoppedAt, 'the history left by the kill').to.be.greaterThan(0);
+        expect(left(historyDeletionStream(doomed)), 'the note that its deletion began').to.be.greaterThan(0);
+
+        const third = await timed('start-up after kill -9', () => group.start('third', env));
+        const opened = await call(`${third.url}/api/v1/tickets`, 'POST', key, { contact: { email: 'after@example.com' }, subject: 'after the restart' });
+        expect(opened.status).to.equal(201);
+        await eventually('a delivery to the kept subscription', () => receiver.requests.some((r) => r.path === '/hook/kept' && r.body.toString('utf8').includes(String(opened.body.id))), 30_000);
+        await eventually('the history deleted', () => left(deliveryStream(doomed)) === 0, 60_000);
+        await eventually('the note gone', () => left(historyDeletionStream(doomed)) === 0, 10_000);
+      } finally {
+        reader.close();
+      }
+    } finally {
+      await receiver.close();
+    }
   });
 });

@@ -30,7 +30,7 @@ import { createPump } from './pump.js';
 import { createPunctuality, type AttemptKind, type PunctualityFigures } from './punctuality.js';
 import { createRecorder } from './recorder.js';
 import { readDeliveryHistory } from './restore.js';
-import { deleteSubscriptionHistory } from './subscription-history.js';
+import { deleteHistoriesMeanwhile, deleteSubscriptionHistory } from './subscription-history.js';
 import type { DueAttempt, RetrySchedule, SharedRetrySchedule } from './retry-schedule.js';
 import { sharedPerTurn } from './subscription-logged.js';
 import { DELETION_WAIT_MS } from './deletion-notices.js';
@@ -258,6 +258,8 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
   const bodiesRead = createBoundedCache<Promise<Buffer | null>>(BODIES_KEPT);
   const reportLock = createKeyedLock();
   const settling = new Set<Promise<void>>();
+  /** The background deletions of histories a restart found (`resume`), one run after the other; a stop does not wait for them. */
+  let historyDeletions = Promise.resolve();
   const ownPuts = createOwnPuts<Pending>(OWN_PUTS_KEPT);
   const lookValidMs = deps.lookValidMs ?? LOOK_VALID_MS;
   const loggedNow = sharedPerTurn(log, lookValidMs);
@@ -810,8 +812,10 @@ export const createDispatcher = (deps: DispatcherDeps): Dispatcher => {
         }
       }
       await enqueue(batch, 'offer');
-      // History left behind by a deletion that happened while the dispatcher was not looking.
-      for (const subscriptionId of gone) await deleteSubscriptionHistory(log, subscriptionId);
+      // History left behind by a deletion that happened while the dispatcher was not looking, and by
+      // deletions a stopped process left part way: in the background, as the log's tail waits for the
+      // take-over's end, and such a history may take half a minute.
+      historyDeletions = historyDeletions.then(() => deleteHistoriesMeanwhile(log, gone));
     },
 
     async subscriptionDeactivated(subscriptionId, position) {

@@ -68,7 +68,11 @@ const source: EventSource = (options) => {
         if (options.subscriptions.get(restored.workspaceId, restored.delivery.subscriptionId) === undefined) gone.add(restored.delivery.subscriptionId);
         yield restored;
       }
-      for (const subscriptionId of gone) await (await indexThread).forget(subscriptionId);
+      // Not awaited: the take-over ends with this generator, and the log's tail waits for that (a
+      // forget of a long history takes seconds).
+      for (const subscriptionId of gone) {
+        indexThread.then((thread) => thread.forget(subscriptionId)).catch((error: unknown) => console.error(`webhook ${subscriptionId}: dropping its delivery history from the index:`, error));
+      }
     }
     return { deliveries: forgettingGone(), fannedOutThrough };
   };

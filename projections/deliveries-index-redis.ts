@@ -53,6 +53,8 @@ import type { ProjectedEvent } from './tickets-store.js';
 // Scores and positions stay strings (Lua's tostring rounds numbers past 1e14).
 const PRELUDE = `
 local docs, ws, meta, waiting, ahead, settled, epoch, streams, prefix = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], ARGV[1]
+-- The deleted subscriptions whose deliveries are still being dropped (under the tag's prefix, with the others).
+local forgetting = prefix .. 'forgetting'
 local function sets(sub, status, etype)
   local base = prefix .. 's:' .. sub
   return base, base .. ':st:' .. status, base .. ':t:' .. etype, base .. ':st:' .. status .. ':t:' .. etype
@@ -117,10 +119,14 @@ for i = 6, #ARGV do out[#out + 1] = redis.call('HGET', docs, ARGV[i]) end
 return out`,
 
   // ARGV: prefix, epoch, expected position, new position, new fan-out checkpoint, writer, how many
-  // streams moved, per stream its subscription and last record applied ('revision position workspace'),
-  // then per delivery: id, subscription, workspace, status, stored status ('' when new), event type,
-  // event position, created_at, replay id ('' for a live delivery), attempted ('1' or '0'), JSON. Returns 'reset',
-  // 'moved' (another writer got there first: nothing written) or 'ok'. A replay's deliveries are also
+  // streams moved, how many subscriptions were deleted, how many of a deleted one's deliveries to drop
+  // here, per stream its subscription and last record applied ('revision position workspace'), the
+  // deleted subscriptions, then per delivery: id, subscription, workspace, status, stored status (''
+  // when new), event type, event position, created_at, replay id ('' for a live delivery), attempted
+  // ('1' or '0'), JSON. Returns 'reset', 'moved' (another writer got there first: nothing written) or
+  // 'ok'. A deleted subscription's first deliveries go with the checkpoint that passes its marker (a
+  // short history whole); a longer one joins `forgetting`, and the rest go after (historyForget, by
+  // whichever writer applies). Nothing more of a deleted subscription is written meanwhile. A replay's deliveries are also
   // in a set per status and one of those attempted, for its counts, and those waiting never attempted
   // in one more, `firsts`, by which its driver paces itself. (Kept from release 2026-11-30 on, without a
   // rebuild: a replay's delivery scheduled before then and not attempted by then is never in it, a few
@@ -129,43 +135,61 @@ return out`,
 if redis.call('GET', epoch) ~= ARGV[2] then return 'reset' end
 if (redis.call('HGET', meta, 'position') or '0') ~= ARGV[3] then return 'moved' end
 local fanned = ARGV[5]
-local moved = tonumber(ARGV[7])
-for i = 8, 7 + 2 * moved, 2 do redis.call('HSET', streams, ARGV[i], ARGV[i + 1]) end
-for i = 8 + 2 * moved, #ARGV, 11 do
+local moved, deleted, batch = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
+local first = 10 + 2 * moved
+local gone = {}
+for i = first, first + deleted - 1 do
+  local sub = ARGV[i]
+  gone[sub] = true
+  redis.call('HDEL', streams, sub)
+  local ids = redis.call('ZRANGE', prefix .. 's:' .. sub, 0, batch - 1)
+  for _, id in ipairs(ids) do drop(id) end
+  if #ids == batch then redis.call('SADD', forgetting, sub) end
+end
+local function isGone(sub)
+  if gone[sub] == nil then gone[sub] = redis.call('SISMEMBER', forgetting, sub) == 1 end
+  return gone[sub]
+end
+for i = 10, 9 + 2 * moved, 2 do
+  if not isGone(ARGV[i]) then redis.call('HSET', streams, ARGV[i], ARGV[i + 1]) end
+end
+for i = first + deleted, #ARGV, 11 do
   local id, sub, workspace, status, was, etype, epos, created, replay, attempted, json = unpack(ARGV, i, i + 10)
-  if replay ~= '' then
-    local base = prefix .. 'r:' .. sub .. ':' .. replay
-    if was ~= '' and was ~= status then redis.call('SREM', base .. ':st:' .. was, id) end
-    redis.call('SADD', base .. ':st:' .. status, id)
-    if attempted == '1' then redis.call('SADD', base .. ':attempted', id) end
-    if status == 'waiting' and attempted == '0' then redis.call('SADD', base .. ':firsts', id) else redis.call('SREM', base .. ':firsts', id) end
-  end
-  -- A delivery's subscription, event type, creation time and workspace never change: a stored one
-  -- moves only between the sets of its status, and only when its status changed.
-  if was ~= status then
-    local all, bystatus, bytype, both = sets(sub, status, etype)
-    if was == '' then
-      redis.call('ZADD', all, created, id)
-      redis.call('ZADD', bytype, created, id)
-      redis.call('HSET', ws, id, workspace)
-    else
-      local _, oldstatus, _, oldboth = sets(sub, was, etype)
-      redis.call('ZREM', oldstatus, id)
-      redis.call('ZREM', oldboth, id)
+  if not isGone(sub) then
+    if replay ~= '' then
+      local base = prefix .. 'r:' .. sub .. ':' .. replay
+      if was ~= '' and was ~= status then redis.call('SREM', base .. ':st:' .. was, id) end
+      redis.call('SADD', base .. ':st:' .. status, id)
+      if attempted == '1' then redis.call('SADD', base .. ':attempted', id) end
+      if status == 'waiting' and attempted == '0' then redis.call('SADD', base .. ':firsts', id) else redis.call('SREM', base .. ':firsts', id) end
     end
-    redis.call('ZADD', bystatus, created, id)
-    redis.call('ZADD', both, created, id)
-    if status == 'waiting' then
-      redis.call('SADD', waiting, id)
-      if was ~= '' then redis.call('ZREM', settled, id) end
-    else
-      if was == 'waiting' then redis.call('SREM', waiting, id) end
-      redis.call('ZADD', settled, created, id)
+    -- A delivery's subscription, event type, creation time and workspace never change: a stored one
+    -- moves only between the sets of its status, and only when its status changed.
+    if was ~= status then
+      local all, bystatus, bytype, both = sets(sub, status, etype)
+      if was == '' then
+        redis.call('ZADD', all, created, id)
+        redis.call('ZADD', bytype, created, id)
+        redis.call('HSET', ws, id, workspace)
+      else
+        local _, oldstatus, _, oldboth = sets(sub, was, etype)
+        redis.call('ZREM', oldstatus, id)
+        redis.call('ZREM', oldboth, id)
+      end
+      redis.call('ZADD', bystatus, created, id)
+      redis.call('ZADD', both, created, id)
+      if status == 'waiting' then
+        redis.call('SADD', waiting, id)
+        if was ~= '' then redis.call('ZREM', settled, id) end
+      else
+        if was == 'waiting' then redis.call('SREM', waiting, id) end
+        redis.call('ZADD', settled, created, id)
+      end
     end
+    redis.call('HSET', docs, id, json)
+    -- The fan-out checkpoint only rises: a stored delivery past it was put in 'ahead' when it was new.
+    if was == '' and tonumber(epos) > tonumber(fanned) then redis.call('ZADD', ahead, epos, id) end
   end
-  redis.call('HSET', docs, id, json)
-  -- The fan-out checkpoint only rises: a stored delivery past it was put in 'ahead' when it was new.
-  if was == '' and tonumber(epos) > tonumber(fanned) then redis.call('ZADD', ahead, epos, id) end
 end
 redis.call('ZREMRANGEBYSCORE', ahead, '-inf', fanned)
 redis.call('HSET', meta, 'position', ARGV[4], 'fanned', fanned, 'writer', ARGV[6], 'wrote', nowMs())
@@ -232,10 +256,13 @@ end
 return pruned`,
 
   // ARGV: prefix, subscription, batch. Drops up to `batch` of its deliveries; returns how many went.
+  // The last call, finding fewer, takes the subscription out of `forgetting`.
   historyForget: `
 redis.call('HDEL', streams, ARGV[2])
+local ids = redis.call('ZRANGE', prefix .. 's:' .. ARGV[2], 0, tonumber(ARGV[3]) - 1)
 local dropped = 0
-for _, id in ipairs(redis.call('ZRANGE', prefix .. 's:' .. ARGV[2], 0, tonumber(ARGV[3]) - 1)) do dropped = dropped + drop(id) end
+for _, id in ipairs(ids) do dropped = dropped + drop(id) end
+if #ids < tonumber(ARGV[3]) then redis.call('SREM', forgetting, ARGV[2]) end
 return dropped`,
 } as const;
 
@@ -318,6 +345,7 @@ export const createRedisDeliveryIndex = (options: RedisDeliveryIndexOptions): De
   const keys = ['docs', 'ws', 'meta', 'waiting', 'ahead', 'settled', 'epoch', 'streams'].map((name) => `${tag}:${name}`);
   const prefix = `${tag}:`;
   const leaseKey = `${tag}:lease`;
+  const forgettingKey = `${prefix}forgetting`;
   /** The epoch this process applies in, bound by checkpoint(); null until then and after a reset. */
   let epoch: string | null = null;
   /** Names this writer in the checkpoint it moves (the others defer to it while it keeps applying). */
@@ -347,14 +375,45 @@ export const createRedisDeliveryIndex = (options: RedisDeliveryIndexOptions): De
     return { position: Number(position), fannedOutThrough: Number(fanned) };
   };
 
+  /** A run of `forgetMarked` under way; `forgetDue` asks it (or the next) for another look at the set. */
+  let forgetting: Promise<void> | null = null;
+  let forgetDue = false;
+  /** Set by close: a forget stops between scripts (what is left stays in `forgetting`). */
+  let closed = false;
+
   const forgetAll = async (subscriptionId: string): Promise<void> => {
-    while (Number(await client.historyForget(...keys, prefix, subscriptionId, String(FORGET_BATCH))) === FORGET_BATCH);
+    while (!closed && Number(await client.historyForget(...keys, prefix, subscriptionId, String(FORGET_BATCH))) === FORGET_BATCH);
+  };
+  /**
+   * Drops the deliveries of every subscription in `forgetting`, in the background. Dropped before the
+   * apply that passed the marker (as they were), 400,000 deliveries held every other subscription's
+   * records out of the index 4.6 s, and a dispatcher joining meanwhile waited that long to fan out.
+   * A writer that stops part way leaves the set: the next one to bind or apply a deletion goes on.
+   */
+  const forgetMarked = (): void => {
+    forgetDue = true;
+    if (forgetting !== null || closed) return;
+    let failed = false;
+    forgetting = (async () => {
+      while (forgetDue && !closed) {
+        forgetDue = false;
+        for (let id = await client.srandmember(forgettingKey); id !== null && !closed; id = await client.srandmember(forgettingKey)) await forgetAll(id);
+      }
+    })()
+      .catch((error: unknown) => {
+        failed = true;
+        if (!closed) console.error('delivery history index: dropping deleted subscriptions\' deliveries stopped (the next apply of a deletion, or start, goes on):', error);
+      })
+      .finally(() => {
+        forgetting = null;
+        if (forgetDue && !failed) forgetMarked();
+      });
   };
 
   /**
    * Applies a batch of events in log order, reading again whenever another writer moved the
-   * checkpoint first. A deleted subscription's history is dropped before the checkpoint passes its
-   * deletion, a script per thousand deliveries: whoever then moves the checkpoint has dropped it too.
+   * checkpoint first. A deleted subscription joins `forgetting` with the checkpoint that passes its
+   * deletion, and nothing of it is written from then on; its deliveries go after (`forgetMarked`).
    */
   const applyBatch = async (batch: readonly ProjectedEvent[]): Promise<void> => {
     const ids = [...new Set(batch.flatMap((event) => unpackSteps(event).map((step) => String(step.data['delivery_id']))))];
@@ -394,17 +453,17 @@ export const createRedisDeliveryIndex = (options: RedisDeliveryIndexOptions): De
         if (change.applied !== null) applied.set(change.applied.subscriptionId, change.applied);
         fannedOutThrough = Math.max(fannedOutThrough, change.fannedOutThrough);
       }
-      for (const subscriptionId of deleted) await write(() => forgetAll(subscriptionId));
-      const args = [epoch as string, position, batchLast, String(fannedOutThrough), writer, String(applied.size)];
+      const args = [epoch as string, position, batchLast, String(fannedOutThrough), writer, String(applied.size), String(deleted.size), String(FORGET_BATCH)];
       for (const record of applied.values()) args.push(record.subscriptionId, `${record.revision} ${record.position} ${record.workspaceId}`);
+      args.push(...deleted);
       for (const { delivery, workspaceId } of changed.values()) {
-        const was = deleted.has(delivery.subscriptionId) ? '' : (stored.get(delivery.id)?.status ?? '');
+        const was = stored.get(delivery.id)?.status ?? '';
         const attempted = delivery.history.length > 0 ? '1' : '0';
         args.push(delivery.id, delivery.subscriptionId, workspaceId, delivery.status, was, delivery.eventType, String(delivery.eventPosition), String(delivery.createdAt), delivery.replayId ?? '', attempted, JSON.stringify(delivery));
       }
       const outcome = await write(() => client.historyApply(...keys, prefix, ...args));
       if (outcome === 'reset') throw lost();
-      if (outcome === 'ok') return;
+      if (outcome === 'ok') return void (deleted.size > 0 && forgetMarked());
       // 'moved': another writer applied some of these events meanwhile: read again.
     }
   };
@@ -500,7 +559,10 @@ export const createRedisDeliveryIndex = (options: RedisDeliveryIndexOptions): De
     async checkpoint() {
       // A runner (re)starting waits here for Redis rather than failing.
       await redisReady(client);
-      return bind();
+      const bound = await bind();
+      // What a writer that stopped part way left to drop.
+      forgetMarked();
+      return bound;
     },
     apply: enqueue,
     pending: async () => pendingWhole(await pendingPages(pendingPage)),
@@ -514,7 +576,10 @@ export const createRedisDeliveryIndex = (options: RedisDeliveryIndexOptions): De
       await reach(() => unlinkTagged(client, tag));
       await bind();
     },
-    async close() {},
+    async close() {
+      closed = true;
+      await forgetting;
+    },
     lease: async (ms) => Number(await client.historyLeaseTake(leaseKey, writer, String(ms))) === 1,
     async release() {
       await client.historyLeaseRelease(leaseKey, writer);
@@ -532,6 +597,7 @@ export const openRedisDeliveryIndex = (options: { readonly url: string } & Omit<
     ...index,
     client,
     async close() {
+      await index.close();
       client.disconnect();
     },
   };

@@ -7,7 +7,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ProjectionReset } from '../../src/app/projection-runner.js';
 import { deliveryAggregate, packSteps, type Delivery, type DeliveryCommand } from '../../src/domain/delivery/delivery.js';
 import { deliveryStream } from '../../src/domain/delivery/ids.js';
-import type { DeliveryIndex } from '../../projections/deliveries-index.js';
+import { SUBSCRIPTION_EVENTS, subscriptionStream } from '../../src/domain/subscription/subscription.js';
+import { DELIVERY_INDEX_VERSION, type DeliveryIndex } from '../../projections/deliveries-index.js';
 import { LINGER_MS, openRedisDeliveryIndex } from '../../projections/deliveries-index-redis.js';
 import { StoreUnavailable, type ProjectedEvent } from '../../projections/tickets-store.js';
 import { redisServerInstalled, startPrivateRedis } from '../support/redis-server.js';
@@ -341,8 +342,8 @@ const onScript = (index: Index, script: 'historyRead' | 'historyApply' | 'histor
     const client = index.client as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
     const apply = (client['historyApply'] as (...args: unknown[]) => Promise<unknown>).bind(index.client);
     client['historyApply'] = async (...args: unknown[]) => {
-      // Eleven arguments a delivery after the keys (8), the prefix, six fixed and the streams' pairs (one stream: 2).
-      sent.push((args.length - 8 - 1 - 6 - 2) / 11);
+      // Eleven arguments a delivery after the keys (8), the prefix, eight fixed and the streams' pairs (one stream: 2).
+      sent.push((args.length - 8 - 1 - 8 - 2) / 11);
       return apply(...args);
     };
     // 30 records of 100 deliveries each, as a rebuild reads a burst's packed records.
@@ -364,6 +365,72 @@ const onScript = (index: Index, script: 'historyRead' | 'historyApply' | 'histor
     await Promise.all(records.map((record) => index.apply(record)));
     expect(sent, 'deliveries per apply').to.deep.equal([1_000, 1_000, 1_000]);
     expect(await index.checkpoint()).to.deep.equal({ position: 30, fannedOutThrough: 2_999 });
+  });
+
+  describe("a deleted subscription's long history", () => {
+    let position = 0;
+    /** `count` deliveries of `sub` (numbered from `from`), scheduled and delivered, in packed records of 500 as a busy dispatcher writes them. */
+    const history = (sub: string, count: number, from = 0): ProjectedEvent[] =>
+      Array.from({ length: Math.ceil(count / 500) }, (_, r) => {
+        const steps = Array.from({ length: Math.min(500, count - r * 500) }, (_, i) => {
+          const n = from + r * 500 + i;
+          const schedule = { kind: 'schedule', deliveryId: `${sub}-${n}`, subscriptionId: sub, eventId: `x${n}`, eventType: 'ticket.created', eventPosition: 1, fannedOutThrough: 1, at: T0 + n } as const;
+          const scheduled = deliveryAggregate.decide(schedule, null);
+          if (scheduled._tag === 'Left') throw new Error(scheduled.left.message);
+          const attempted = deliveryAggregate.decide({ kind: 'record_attempt', attempt: 1, outcome: { delivered: true, statusCode: 200, error: null, latencyMs: 3 }, at: T0 + n + 1, retryDelaysMs: [] }, scheduled.right.reduce(deliveryAggregate.evolve, null));
+          if (attempted._tag === 'Left') throw new Error(attempted.left.message);
+          return [...scheduled.right, ...attempted.right];
+        }).flat();
+        position += 1;
+        return { id: `h${position}`, position, revision: from / 500 + r, stream: deliveryStream(sub), workspaceId: 'ws', ...packSteps(steps) };
+      });
+    const deleted = (sub: string): ProjectedEvent => {
+      position += 1;
+      return { id: `m${position}`, position, revision: 1, stream: subscriptionStream(sub), workspaceId: 'ws', type: SUBSCRIPTION_EVENTS.deleted, data: {} };
+    };
+    /** Looks at the keys on a connection of its own (a writer's may be closed). */
+    let admin: Redis;
+    const key = (name: string) => `{${space.keyPrefix}dh:v${DELIVERY_INDEX_VERSION}}:${name}`;
+    const count = async (sub: string): Promise<number> => admin.zcard(key(`s:${sub}`));
+    const forgetting = async (): Promise<string[]> => admin.smembers(key('forgetting'));
+
+    beforeEach(() => {
+      position = 0;
+      admin = new Redis(redisUrl as string);
+    });
+    afterEach(() => admin.disconnect());
+
+    it('goes after the apply that passes its marker, which another subscription\'s records do not wait for', async () => {
+      const index = await space.open();
+      for (const record of [...history('s1', 20_000), ...history('s2', 10)]) await index.apply(record);
+      // The marker and another subscription's record in one apply: it moves the checkpoint past both at once.
+      await Promise.all([index.apply(deleted('s1')), ...history('s3', 1).map((record) => index.apply(record))]);
+      expect((await index.page({ subscriptionId: 's3', limit: 20 })).items, "another subscription's delivery").to.have.length(1);
+      expect((await index.page({ subscriptionId: 's2', limit: 20 })).items).to.have.length(10);
+      expect(await count('s1'), 'still being dropped').to.be.within(1, 19_000);
+      expect(await forgetting()).to.deep.equal(['s1']);
+      await eventually('s1 dropped', async () => (await count('s1')) === 0);
+      expect(await forgetting()).to.deep.equal([]);
+      expect((await index.page({ subscriptionId: 's1', limit: 10 })).items).to.deep.equal([]);
+      expect(await index.get('s1', 's1-0')).to.equal(undefined);
+    });
+
+    it('writes nothing more of it meanwhile, and goes on with the next writer when one stops part way', async () => {
+      const first = await space.open();
+      for (const record of history('s1', 20_000)) await first.apply(record);
+      await first.apply(deleted('s1'));
+      // A record of it a dispatcher wrote before it learnt of the deletion: not indexed.
+      for (const stray of history('s1', 1, 50_000)) await first.apply(stray);
+      expect(await first.get('s1', 's1-50000')).to.equal(undefined);
+      await first.close();
+      const left = await count('s1');
+      expect(left, 'left by the writer that stopped').to.be.within(1, 19_000);
+      const second = await space.open();
+      expect(await forgetting()).to.deep.equal(['s1']);
+      await eventually('s1 dropped by the next writer', async () => (await count('s1')) === 0);
+      expect(await forgetting()).to.deep.equal([]);
+      expect(await second.checkpoint()).to.deep.include({ position });
+    });
   });
 
   it('answers StoreUnavailable while Redis does not answer, and pages again once it does', async function () {

@@ -1,5 +1,5 @@
 // `npm run bench -- NAME [--long]`: runs one benchmark; its last output line is one JSON object.
-const NAMES = ['log', 'api', 'updates', 'webhooks', 'kafka', 'kafka-restart', 'startup', 'read-models', 'contention', 'sustained', 'deliveries-history', 'replay', 'replay-history', 'retry-take', 'index-writers', 'ticket-fold', 'index-growth', 'outage', 'takeover', 'deactivation', 'replay-backlog', 'deletion', 'dispatcher-restart', 'stream-delete', 'history-forget'] as const;
+const NAMES = ['log', 'api', 'updates', 'webhooks', 'kafka', 'kafka-restart', 'startup', 'read-models', 'contention', 'sustained', 'deliveries-history', 'replay', 'replay-history', 'retry-take', 'index-writers', 'ticket-fold', 'index-growth', 'outage', 'takeover', 'deactivation', 'replay-backlog', 'deletion', 'dispatcher-restart', 'stream-delete', 'history-forget', 'history-forget-redis'] as const;
 type Name = (typeof NAMES)[number];
 
 interface Bench {

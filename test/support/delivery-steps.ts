@@ -1,7 +1,7 @@
 // A delivery's steps as the aggregate decides them, with the states they lead to: what a dispatcher
 // would record, for tests that build delivery streams or feed an index by hand; a subscription's
-// stream of them in the log, and random histories of such records (fast-check); an index of each
-// adapter to feed them to.
+// stream of them in the log, or the packed records an index applies, and random histories of such
+// records (fast-check); an index of each adapter to feed them to.
 import fc from 'fast-check';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -9,12 +9,14 @@ import { join } from 'node:path';
 import type { Decided } from '../../src/domain/aggregate.js';
 import { deliveryAggregate, foldDeliveries, packSteps, type Delivery, type DeliveryCommand } from '../../src/domain/delivery/delivery.js';
 import { deliveryStream } from '../../src/domain/delivery/ids.js';
+import { SUBSCRIPTION_EVENTS, subscriptionStream } from '../../src/domain/subscription/subscription.js';
 import type { EventLog } from '../../src/log/event-log.js';
 import { openSqliteLog, type SqliteEventLog } from '../../src/log/sqlite.js';
 import { DELIVERY_INDEX_TYPES, type DeliveryIndex } from '../../projections/deliveries-index.js';
 import { createMemoryDeliveryIndex } from '../../projections/deliveries-index-memory.js';
 import { openRedisDeliveryIndex } from '../../projections/deliveries-index-redis.js';
 import { openSqliteDeliveryIndex } from '../../projections/deliveries-index-sqlite.js';
+import type { ProjectedEvent } from '../../projections/tickets-store.js';
 
 const redisUrl = process.env['REDIS_URL'];
 /** The index adapters a test runs against: Redis with REDIS_URL. */
@@ -200,4 +202,26 @@ export const indexedLog = (adapter: (typeof INDEX_ADAPTERS)[number]): IndexedLog
     rmSync(dir, { recursive: true, force: true });
   });
   return world;
+};
+
+/** Delivery records as a dispatcher writes them, one packed log event per call, with the states they lead to. */
+export const deliveryLog = (t0: number) => {
+  let position = 0;
+  const revisions = new Map<string, number>();
+  const event = (stream: string, type: string, data: ProjectedEvent['data']): ProjectedEvent => {
+    const revision = revisions.get(stream) ?? 0;
+    revisions.set(stream, revision + 1);
+    position += 1;
+    return { id: `e${position}`, type, data, workspaceId: 'ws', position, stream, revision };
+  };
+  const steps = deliverySteps(t0);
+  return {
+    ...steps,
+    /** One packed record of a subscription's steps. */
+    record: (subscriptionId: string, decided: readonly Decided[]): ProjectedEvent => {
+      const packed = packSteps(decided);
+      return event(deliveryStream(subscriptionId), packed.type, packed.data);
+    },
+    deleted: (subscriptionId: string): ProjectedEvent => event(subscriptionStream(subscriptionId), SUBSCRIPTION_EVENTS.deleted, {}),
+  };
 };

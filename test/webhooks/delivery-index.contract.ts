@@ -3,13 +3,10 @@
 // restart takes over, a subscription's waiting deliveries as of its stream's revision, retention
 // pruning and a deleted subscription.
 import { expect } from 'chai';
-import type { Decided } from '../../src/domain/aggregate.js';
-import { packSteps, type DeliveryStatus } from '../../src/domain/delivery/delivery.js';
-import { deliveryStream } from '../../src/domain/delivery/ids.js';
-import { SUBSCRIPTION_EVENTS, subscriptionStream } from '../../src/domain/subscription/subscription.js';
+import type { DeliveryStatus } from '../../src/domain/delivery/delivery.js';
 import type { DeliveryIndex, HistoryQuery } from '../../projections/deliveries-index.js';
 import type { ProjectedEvent } from '../../projections/tickets-store.js';
-import { deliverySteps } from '../support/delivery-steps.js';
+import { deliveryLog } from '../support/delivery-steps.js';
 
 export interface DeliveryIndexFixture {
   readonly index: DeliveryIndex;
@@ -20,28 +17,6 @@ export interface DeliveryIndexFixture {
 
 const T0 = 1_700_000_000_000_000; // µs today: must survive the store's number types exactly
 const TYPES = ['ticket.created', 'ticket.updated', 'message.created'];
-
-/** Delivery records as a dispatcher writes them, one packed log event per call, with the states they lead to. */
-const deliveryLog = () => {
-  let position = 0;
-  const revisions = new Map<string, number>();
-  const event = (stream: string, type: string, data: ProjectedEvent['data']): ProjectedEvent => {
-    const revision = revisions.get(stream) ?? 0;
-    revisions.set(stream, revision + 1);
-    position += 1;
-    return { id: `e${position}`, type, data, workspaceId: 'ws', position, stream, revision };
-  };
-  const steps = deliverySteps(T0);
-  return {
-    ...steps,
-    /** One packed record of a subscription's steps. */
-    record: (subscriptionId: string, decided: readonly Decided[]): ProjectedEvent => {
-      const packed = packSteps(decided);
-      return event(deliveryStream(subscriptionId), packed.type, packed.data);
-    },
-    deleted: (subscriptionId: string): ProjectedEvent => event(subscriptionStream(subscriptionId), SUBSCRIPTION_EVENTS.deleted, {}),
-  };
-};
 
 /** Every page of a query, following the cursors. */
 const allPages = async (index: DeliveryIndex, query: Omit<HistoryQuery, 'after'>): Promise<{ ids: string[]; pages: number }> => {
@@ -70,7 +45,7 @@ export const deliveryIndexContract = (name: string, factory: () => Promise<Deliv
     };
 
     it('lists a subscription newest first, a page at a time, each delivery once, with no cursor after the last page', async () => {
-      const log = deliveryLog();
+      const log = deliveryLog(T0);
       // Equal creation times are ordered by id: the cursor carries both.
       const events = Array.from({ length: 23 }, (_, i) => log.record('s1', log.schedule('s1', `d${String(i).padStart(2, '0')}`, { at: T0 + Math.floor(i / 3) })));
       await apply([...events, log.record('s2', log.schedule('s2', 'other'))]);
@@ -87,7 +62,7 @@ export const deliveryIndexContract = (name: string, factory: () => Promise<Deliv
     });
 
     it('lists deliveries recorded out of their creation order in listing order all the same', async () => {
-      const log = deliveryLog();
+      const log = deliveryLog(T0);
       const times = [5, 1, 9, 5, 3, 9, 0, 7];
       await apply(times.map((t, i) => log.record('s1', log.schedule('s1', `d${i}`, { at: T0 + t }))));
       const expected = [...log.states.values()].sort((a, b) => b.createdAt - a.createdAt || (a.id < b.id ? 1 : -1)).map((d) => d.id);
@@ -95,7 +70,7 @@ export const deliveryIndexContract = (name: string, factory: () => Promise<Deliv
     });
 
     it('answers an empty page, without a cursor, for a subscription it has nothing of', async () => {
-      const log = deliveryLog();
+      const log = deliveryLog(T0);
       await apply([log.record('s1', log.schedule('s1', 'd1'))]);
       expect(await fixture.index.page({ subscriptionId: 'nobody', limit: 10 })).to.deep.equal({ items: [], next: null });
       expect(await fixture.index.get('nobody', 'd1')).to.equal(undefined);
@@ -103,7 +78,7 @@ export const deliveryIndexContract = (name: string, factory: () => Promise<Deliv
     });
 
     it('filters by status, event type and creation time, alone and together, as a reading of every delivery would', async () => {
-      const log = deliveryLog();
+      const log = deliveryLog(T0);
       const events: ProjectedEvent[] = [];
       const outcomes = ['waiting', 'delivered', 'failed', 'cancelled', 'retry'] as const;
       for (let i = 0; i < 60; i++) {
@@ -141,7 +116,7 @@ export const deliveryIndexContract = (name: string, factory: () => Promise<Deliv
     });
 
     it('moves a delivery between status filters as its steps arrive, several steps in one record included', async () => {
-      const log = deliveryLog();
+      const log = deliveryLog(T0);
       await apply([log.record('s1', [...log.schedule('s1', 'd1'), ...log.attempt('d1', 'retry')])]);
       const ids = async (status: DeliveryStatus) => (await fixture.index.page({ subscriptionId: 's1', status, limit: 10 })).items.map((d) => d.id);
       expect(await ids('waiting')).to.deep.equal(['d1']);
@@ -158,7 +133,7 @@ export const deliveryIndexContract = (name: string, factory: () => Promise<Deliv
     });
 
     it('keeps its checkpoint and applies an event at or below it only once', async () => {
-      const log = deliveryLog();
+      const log = deliveryLog(T0);
       expect(await fixture.index.checkpoint()).to.deep.equal({ position: 0, fannedOutThrough: 0 });
       const scheduled = log.record('s1', log.schedule('s1', 'd1', { eventPosition: 40, fannedOutThrough: 39 }));
       const attempted = log.record('s1', log.attempt('d1', 'retry'));
@@ -176,7 +151,7 @@ export const deliveryIndexContract = (name: string, factory: () => Promise<Deliv
     });
 
     it('hands a restart the waiting deliveries and those of events past the fan-out checkpoint, not the settled history', async () => {
-      const log = deliveryLog();
+      const log = deliveryLog(T0);
       await apply([
         log.record('s1', [...log.schedule('s1', 'settled', { eventPosition: 5, fannedOutThrough: 4 }), ...log.attempt('settled', 'delivered')]),
         log.record('s1', log.schedule('s1', 'waiting', { eventPosition: 6, fannedOutThrough: 5 })),
@@ -189,7 +164,7 @@ export const deliveryIndexContract = (name: string, factory: () => Promise<Deliv
     });
 
     it('pages what a restart takes over: the same deliveries as read at once, each once', async () => {
-      const log = deliveryLog();
+      const log = deliveryLog(T0);
       const events: ProjectedEvent[] = [];
       for (let i = 0; i < 30; i++) {
         const scheduled = log.schedule(`s${i % 3}`, `d${i}`, { eventPosition: i + 1, fannedOutThrough: 24 });
@@ -208,7 +183,7 @@ export const deliveryIndexContract = (name: string, factory: () => Promise<Deliv
     });
 
     it('prunes settled deliveries created before the cutoff, a batch at a time, and keeps what a restart needs', async () => {
-      const log = deliveryLog();
+      const log = deliveryLog(T0);
       const events: ProjectedEvent[] = [];
       for (let i = 0; i < 5; i++) {
         const steps = [...log.schedule('s1', `old${i}`, { at: T0 + i, eventPosition: i + 1, fannedOutThrough: 5 }), ...log.attempt(`old${i}`, i % 2 === 0 ? 'delivered' : 'failed')];
@@ -229,7 +204,7 @@ export const deliveryIndexContract = (name: string, factory: () => Promise<Deliv
     });
 
     it("counts a replay's deliveries by status as they change, apart from the live ones and other subscriptions'", async () => {
-      const log = deliveryLog();
+      const log = deliveryLog(T0);
       await apply([
         log.record('s1', [...log.schedule('s1', 'live', { eventPosition: 3 }), ...log.attempt('live', 'failed')]),
         log.record('s1', [...log.schedule('s1', 'r1', { replayId: 'R' }), ...log.schedule('s1', 'r2', { replayId: 'R' }), ...log.schedule('s1', 'r3', { replayId: 'R' })]),
@@ -248,7 +223,7 @@ export const deliveryIndexContract = (name: string, factory: () => Promise<Deliv
     });
 
     it("reads a subscription's waiting deliveries with the last record of its stream applied, and how many wait, in one read each", async () => {
-      const log = deliveryLog();
+      const log = deliveryLog(T0);
       expect(await fixture.index.waitingOf('s1')).to.deep.equal({ deliveries: [], workspaceId: null, revision: -1, position: 0 });
       expect(await fixture.index.appliedOf('s1')).to.deep.equal({ revision: -1, waiting: 0 });
       const first = log.record('s1', [...log.schedule('s1', 'd1'), ...log.schedule('s1', 'd2'), ...log.schedule('s1', 'd3')]);
@@ -283,7 +258,7 @@ export const deliveryIndexContract = (name: string, factory: () => Promise<Deliv
     });
 
     it('tells which deliveries it has, each only under its own subscription, in the order asked', async () => {
-      const log = deliveryLog();
+      const log = deliveryLog(T0);
       expect(await fixture.index.has([])).to.deep.equal([]);
       await apply([log.record('s1', [...log.schedule('s1', 'd1'), ...log.schedule('s1', 'd3')]), log.record('s2', log.schedule('s2', 'd2'))]);
       const asked = [
@@ -300,7 +275,7 @@ export const deliveryIndexContract = (name: string, factory: () => Promise<Deliv
     });
 
     it('forgets a history longer than it deletes at once, by its marker and when asked, and nothing of the others', async () => {
-      const log = deliveryLog();
+      const log = deliveryLog(T0);
       // In records of 500, as a busy dispatcher packs them; more than any adapter deletes in one go.
       const history = (subscriptionId: string, count: number): ProjectedEvent[] =>
         Array.from({ length: Math.ceil(count / 500) }, (_, r) =>
@@ -320,7 +295,7 @@ export const deliveryIndexContract = (name: string, factory: () => Promise<Deliv
     });
 
     it("forgets a deleted subscription's history, and everything on clear", async () => {
-      const log = deliveryLog();
+      const log = deliveryLog(T0);
       await apply([log.record('s1', log.schedule('s1', 'd1')), log.record('s2', log.schedule('s2', 'd2')), log.deleted('s1')]);
       expect((await fixture.index.page({ subscriptionId: 's1', limit: 10 })).items).to.deep.equal([]);
       expect((await fixture.index.pending()).deliveries.map((p) => p.delivery.id)).to.deep.equal(['d2']);

@@ -126,11 +126,12 @@ return out`,
   // ('1' or '0'), JSON. Returns 'reset', 'moved' (another writer got there first: nothing written) or
   // 'ok'. A deleted subscription's first deliveries go with the checkpoint that passes its marker (a
   // short history whole); a longer one joins `forgetting`, and the rest go after (historyForget, by
-  // whichever writer applies). Nothing more of a deleted subscription is written meanwhile. A replay's deliveries are also
-  // in a set per status and one of those attempted, for its counts, and those waiting never attempted
-  // in one more, `firsts`, by which its driver paces itself. (Kept from release 2026-11-30 on, without a
-  // rebuild: a replay's delivery scheduled before then and not attempted by then is never in it, a few
-  // at most, which its driver's pacing misses once; a restart offers every waiting delivery to the schedule anyway.)
+  // whichever writer applies). Nothing more of a deleted subscription is written meanwhile. A
+  // replay's deliveries are also in a set per status and one of those attempted, for its counts, and
+  // those waiting never attempted in one more, `firsts`, by which its driver paces itself. (Kept from
+  // release 2026-11-30 on, without a rebuild: a replay's delivery scheduled before then and not
+  // attempted by then is never in it, a few at most, which its driver's pacing misses once; a restart
+  // offers every waiting delivery to the schedule anyway.)
   historyApply: `
 if redis.call('GET', epoch) ~= ARGV[2] then return 'reset' end
 if (redis.call('HGET', meta, 'position') or '0') ~= ARGV[3] then return 'moved' end

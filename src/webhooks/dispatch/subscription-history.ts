@@ -2,7 +2,7 @@
 // and its replays (a replay's driver stops when it finds the subscription gone). A long history goes
 // a batch at a time (the log's deleteStream), half a minute at a million events, so a process may stop
 // part way: a note in the log says a deletion began, and goes once it has ended. Every dispatcher's
-// start takes up the deletions whose note is still there (`resumeHistoryDeletions`).
+// start takes up the deletions whose note is still there (`deleteHistoriesMeanwhile`).
 import { deliveryStream } from '../../domain/delivery/ids.js';
 import { eachEvent } from '../../log/each-event.js';
 import { LogUnavailable, type EventLog } from '../../log/event-log.js';

@@ -1,7 +1,8 @@
 // The service starts again after webhook subscriptions (and with them their delivery history) were
 // deleted, whether the deletion was the last write, in the middle of a busy log, or followed by
 // kill -9; a long history goes a batch at a time while the API writes, and one a kill -9 stopped part
-// way goes at the next start, which delivers meanwhile; and a start over a log whose
+// way goes at the next start, which delivers meanwhile, as it does while the index forgets a
+// subscription it finds gone; and a start over a log whose
 // deleted tail is large completes within a bound. Deletions leave positions that are never read
 // again: nothing may wait for them.
 import { randomBytes } from 'node:crypto';
@@ -12,6 +13,8 @@ import Database from 'better-sqlite3';
 import { expect } from 'chai';
 import { packSteps } from '../../src/domain/delivery/delivery.js';
 import { deliveryStream } from '../../src/domain/delivery/ids.js';
+import { subscriptionStream } from '../../src/domain/subscription/subscription.js';
+import { DELIVERY_HISTORY_FILE } from '../../projections/deliveries-index-sqlite.js';
 import { openSqliteLog } from '../../src/log/sqlite.js';
 import { historyDeletionStream } from '../../src/webhooks/dispatch/subscription-history.js';
 import { deliverySteps } from '../support/delivery-steps.js';
@@ -202,6 +205,50 @@ describe('restart after kill -9 right after a webhook deletion (e2e, processes)'
     second.kill('SIGTERM');
     await timed('shutdown on SIGTERM', () => second.exited);
     expect(second.child.exitCode).to.equal(0);
+  });
+
+  it('delivers after a restart while the history of a subscription it finds gone is still being dropped from the index', async () => {
+    const receiver = await startReceiver();
+    try {
+      const env = { WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8' };
+      const first = await group.start('first', env);
+      const workspace = await call(`${first.url}/admin/v1/workspaces`, 'POST', ADMIN_TOKEN, { name: 'w' });
+      const key = String(workspace.body.api_key);
+      const gone = String((await call(`${first.url}/api/v1/webhooks`, 'POST', key, { url: `${receiver.url}/gone`, events: ['contact.created'] })).body.id);
+      await call(`${first.url}/api/v1/webhooks`, 'POST', key, { url: `${receiver.url}/kept`, events: ['ticket.created'] });
+      first.kill('SIGTERM');
+      await first.exited;
+      // 100,000 settled deliveries and one waiting, then the subscription's stream deleted with no
+      // process looking (as a DELETE on another process, or one killed before it told its dispatcher):
+      // the restart's take-over finds the waiting one's subscription gone, and drops its history from
+      // the index, 100 of the index's transactions with 10 ms between.
+      const log = openSqliteLog({ file: path.join(dataDir, 'events.sqlite') });
+      const steps = deliverySteps(Date.now() * 1000);
+      for (let n = 0; n < 100_000; n += 1_000) {
+        const settled = Array.from({ length: 1_000 }, (_, i) => [...steps.schedule(gone, `dlv_${n + i}`, { fannedOutThrough: 1 }), ...steps.attempt(`dlv_${n + i}`, 'delivered')]).flat();
+        await log.append(deliveryStream(gone), [{ id: randomBytes(16).toString('hex'), workspaceId: String(workspace.body.id), ...packSteps(settled) }], 'any');
+      }
+      const waiting = steps.schedule(gone, 'dlv_waiting', { fannedOutThrough: 1 });
+      await log.append(deliveryStream(gone), [{ id: randomBytes(16).toString('hex'), workspaceId: String(workspace.body.id), ...packSteps(waiting) }], 'any');
+      await log.deleteStream(subscriptionStream(gone));
+      await log.close();
+      // The index thread applies them as the second process starts: until then, nothing to count.
+      const second = await timed('start-up', () => group.start('second', env));
+      const index = new Database(path.join(dataDir, DELIVERY_HISTORY_FILE), { readonly: true });
+      const indexed = (): number => index.prepare('SELECT count(*) FROM deliveries WHERE sub = ?').pluck().get(gone) as number;
+      try {
+        const opened = await call(`${second.url}/api/v1/tickets`, 'POST', key, { contact: { email: 'after@example.com' }, subject: 'after the restart' });
+        expect(opened.status).to.equal(201);
+        await eventually('a delivery to the kept subscription', () => receiver.requests.some((r) => r.path === '/hook/kept' && r.body.toString('utf8').includes(String(opened.body.id))), 30_000);
+        expect(indexed(), "the gone subscription's deliveries still in the index as the new ticket was delivered").to.be.greaterThan(0);
+        await eventually('the index forgot them', () => indexed() === 0, 60_000);
+        expect(receiver.requests.filter((r) => r.path === '/hook/gone'), 'nothing sent to the gone subscription').to.deep.equal([]);
+      } finally {
+        index.close();
+      }
+    } finally {
+      await receiver.close();
+    }
   });
 
   it('takes up the deletion of a long history that a kill -9 stopped part way, and delivers meanwhile', async () => {

@@ -207,17 +207,36 @@ describe('restart after kill -9 right after a webhook deletion (e2e, processes)'
     expect(second.child.exitCode).to.equal(0);
   });
 
+  /** The receivers of the cases below are on 127.0.0.1. */
+  const HOOKS_ENV = { WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8' };
+
+  /**
+   * A first process makes a workspace with two subscriptions on `receiver`, `doomed` (/hook/doomed,
+   * contact.created) and one kept (/hook/kept, ticket.created), then stops: a case then writes to its
+   * log while no process runs.
+   */
+  const twoSubscriptions = async (receiver: Receiver): Promise<{ key: string; workspaceId: string; doomed: string }> => {
+    const first = await group.start('first', HOOKS_ENV);
+    const workspace = await call(`${first.url}/admin/v1/workspaces`, 'POST', ADMIN_TOKEN, { name: 'w' });
+    const key = String(workspace.body.api_key);
+    const doomed = String((await call(`${first.url}/api/v1/webhooks`, 'POST', key, { url: `${receiver.url}/doomed`, events: ['contact.created'] })).body.id);
+    await call(`${first.url}/api/v1/webhooks`, 'POST', key, { url: `${receiver.url}/kept`, events: ['ticket.created'] });
+    first.kill('SIGTERM');
+    await first.exited;
+    return { key, workspaceId: String(workspace.body.id), doomed };
+  };
+
+  /** Opens a ticket through `url` and waits for its delivery to the kept subscription. */
+  const keptReceivesNewTicket = async (url: string, key: string, receiver: Receiver): Promise<void> => {
+    const opened = await call(`${url}/api/v1/tickets`, 'POST', key, { contact: { email: 'after@example.com' }, subject: 'after the restart' });
+    expect(opened.status).to.equal(201);
+    await eventually('a delivery to the kept subscription', () => receiver.requests.some((r) => r.path === '/hook/kept' && r.body.toString('utf8').includes(String(opened.body.id))), 30_000);
+  };
+
   it('delivers after a restart while the history of a subscription it finds gone is still being dropped from the index', async () => {
     const receiver = await startReceiver();
     try {
-      const env = { WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8' };
-      const first = await group.start('first', env);
-      const workspace = await call(`${first.url}/admin/v1/workspaces`, 'POST', ADMIN_TOKEN, { name: 'w' });
-      const key = String(workspace.body.api_key);
-      const gone = String((await call(`${first.url}/api/v1/webhooks`, 'POST', key, { url: `${receiver.url}/gone`, events: ['contact.created'] })).body.id);
-      await call(`${first.url}/api/v1/webhooks`, 'POST', key, { url: `${receiver.url}/kept`, events: ['ticket.created'] });
-      first.kill('SIGTERM');
-      await first.exited;
+      const { key, workspaceId, doomed: gone } = await twoSubscriptions(receiver);
       // 100,000 settled deliveries and one waiting, then the subscription's stream deleted with no
       // process looking (as a DELETE on another process, or one killed before it told its dispatcher):
       // the restart's take-over finds the waiting one's subscription gone, and drops its history from
@@ -226,23 +245,21 @@ describe('restart after kill -9 right after a webhook deletion (e2e, processes)'
       const steps = deliverySteps(Date.now() * 1000);
       for (let n = 0; n < 100_000; n += 1_000) {
         const settled = Array.from({ length: 1_000 }, (_, i) => [...steps.schedule(gone, `dlv_${n + i}`, { fannedOutThrough: 1 }), ...steps.attempt(`dlv_${n + i}`, 'delivered')]).flat();
-        await log.append(deliveryStream(gone), [{ id: randomBytes(16).toString('hex'), workspaceId: String(workspace.body.id), ...packSteps(settled) }], 'any');
+        await log.append(deliveryStream(gone), [{ id: randomBytes(16).toString('hex'), workspaceId: workspaceId, ...packSteps(settled) }], 'any');
       }
       const waiting = steps.schedule(gone, 'dlv_waiting', { fannedOutThrough: 1 });
-      await log.append(deliveryStream(gone), [{ id: randomBytes(16).toString('hex'), workspaceId: String(workspace.body.id), ...packSteps(waiting) }], 'any');
+      await log.append(deliveryStream(gone), [{ id: randomBytes(16).toString('hex'), workspaceId: workspaceId, ...packSteps(waiting) }], 'any');
       await log.deleteStream(subscriptionStream(gone));
       await log.close();
       // The index thread applies them as the second process starts: until then, nothing to count.
-      const second = await timed('start-up', () => group.start('second', env));
+      const second = await timed('start-up', () => group.start('second', HOOKS_ENV));
       const index = new Database(path.join(dataDir, DELIVERY_HISTORY_FILE), { readonly: true });
       const indexed = (): number => index.prepare('SELECT count(*) FROM deliveries WHERE sub = ?').pluck().get(gone) as number;
       try {
-        const opened = await call(`${second.url}/api/v1/tickets`, 'POST', key, { contact: { email: 'after@example.com' }, subject: 'after the restart' });
-        expect(opened.status).to.equal(201);
-        await eventually('a delivery to the kept subscription', () => receiver.requests.some((r) => r.path === '/hook/kept' && r.body.toString('utf8').includes(String(opened.body.id))), 30_000);
+        await keptReceivesNewTicket(second.url, key, receiver);
         expect(indexed(), "the gone subscription's deliveries still in the index as the new ticket was delivered").to.be.greaterThan(0);
         await eventually('the index forgot them', () => indexed() === 0, 60_000);
-        expect(receiver.requests.filter((r) => r.path === '/hook/gone'), 'nothing sent to the gone subscription').to.deep.equal([]);
+        expect(receiver.requests.filter((r) => r.path === '/hook/doomed'), 'nothing sent to the gone subscription').to.deep.equal([]);
       } finally {
         index.close();
       }
@@ -254,14 +271,7 @@ describe('restart after kill -9 right after a webhook deletion (e2e, processes)'
   it('takes up the deletion of a long history that a kill -9 stopped part way, and delivers meanwhile', async () => {
     const receiver = await startReceiver();
     try {
-      const env = { WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8' };
-      const first = await group.start('first', env);
-      const workspace = await call(`${first.url}/admin/v1/workspaces`, 'POST', ADMIN_TOKEN, { name: 'w' });
-      const key = String(workspace.body.api_key);
-      const doomed = String((await call(`${first.url}/api/v1/webhooks`, 'POST', key, { url: `${receiver.url}/doomed`, events: ['contact.created'] })).body.id);
-      await call(`${first.url}/api/v1/webhooks`, 'POST', key, { url: `${receiver.url}/kept`, events: ['ticket.created'] });
-      first.kill('SIGTERM');
-      await first.exited;
+      const { key, workspaceId, doomed } = await twoSubscriptions(receiver);
       // 60,000 deliveries in the doomed subscription's history, recorded as a dispatcher records them:
       // 240 of the log's deletion batches, a 5 ms pause after each. Settled, and behind the fan-out's
       // checkpoint, as almost all of a long history is: a restart's take-over does not read them.
@@ -271,7 +281,7 @@ describe('restart after kill -9 right after a webhook deletion (e2e, processes)'
       for (let n = 0; n < 60_000; n += 1_000) {
         const records = Array.from({ length: 1_000 }, (_, i) => ({
           id: randomBytes(16).toString('hex'),
-          workspaceId: String(workspace.body.id),
+          workspaceId: workspaceId,
           ...packSteps([...steps.schedule(doomed, `dlv_${n + i}`, { fannedOutThrough: 1 }), ...steps.attempt(`dlv_${n + i}`, 'delivered')]),
         }));
         await log.append(deliveryStream(doomed), records, 'any');
@@ -280,7 +290,7 @@ describe('restart after kill -9 right after a webhook deletion (e2e, processes)'
       const reader = new Database(file, { readonly: true });
       const left = (stream: string): number => reader.prepare('SELECT count(*) FROM events WHERE stream = ?').pluck().get(stream) as number;
       try {
-        const second = await group.start('second', env);
+        const second = await group.start('second', HOOKS_ENV);
         expect((await call(`${second.url}/api/v1/webhooks/${doomed}`, 'DELETE', key)).status).to.equal(204);
         await eventually('the deletion under way', () => left(deliveryStream(doomed)) < 60_000, 30_000);
         second.kill('SIGKILL');
@@ -289,10 +299,8 @@ describe('restart after kill -9 right after a webhook deletion (e2e, processes)'
         expect(stoppedAt, 'the history left by the kill').to.be.greaterThan(0);
         expect(left(historyDeletionStream(doomed)), 'the note that its deletion began').to.be.greaterThan(0);
 
-        const third = await timed('start-up after kill -9', () => group.start('third', env));
-        const opened = await call(`${third.url}/api/v1/tickets`, 'POST', key, { contact: { email: 'after@example.com' }, subject: 'after the restart' });
-        expect(opened.status).to.equal(201);
-        await eventually('a delivery to the kept subscription', () => receiver.requests.some((r) => r.path === '/hook/kept' && r.body.toString('utf8').includes(String(opened.body.id))), 30_000);
+        const third = await timed('start-up after kill -9', () => group.start('third', HOOKS_ENV));
+        await keptReceivesNewTicket(third.url, key, receiver);
         await eventually('the history deleted', () => left(deliveryStream(doomed)) === 0, 60_000);
         await eventually('the note gone', () => left(historyDeletionStream(doomed)) === 0, 10_000);
       } finally {

@@ -1,6 +1,7 @@
 // API benchmark: the real service on a temp folder, loaded by autocannon at 64 connections in a
 // worker thread: POST /api/v1/tickets, the same with an Idempotency-Key of its own per request (as
-// careful integrators send it: its claim and answer are commits too), then GET /api/v1/tickets/{id},
+// careful integrators send it: its claim and answer are commits too), the plain POST again with a new
+// connection for every request (clients without keep-alive), then GET /api/v1/tickets/{id},
 // first embedded (SQLite log,
 // in-process everything), then as an API server of the distributed mode (ROLE=api: read models in a
 // Redis the bench starts), with a bare koa handler on the same machine as the ceiling, before and after.
@@ -84,10 +85,12 @@ const ceiling = async (duration: number, when: string): Promise<Phase> => {
 interface Measured {
   readonly post: Phase;
   readonly postWithKey: Phase;
+  /** The plain POST, each request on a connection of its own. */
+  readonly postConnectionEach: Phase;
   readonly get: Phase;
 }
 
-/** POST, POST with Idempotency-Key, then GET against one started service; the GET reads the first ticket. */
+/** POST, POST with Idempotency-Key, POST a connection each, then GET against one started service; the GET reads the first ticket. */
 const measure = async (label: string, env: Record<string, string>, duration: number): Promise<Measured> => {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'bench-api-'));
   const service = await startService(
@@ -119,6 +122,7 @@ const measure = async (label: string, env: Record<string, string>, duration: num
       post: await load(`POST /api/v1/tickets${label}`, { ...posting, headers }),
       // autocannon puts a fresh id in place of [<id>] in each request.
       postWithKey: await load(`POST /api/v1/tickets + key${label}`, { ...posting, headers: { ...headers, 'idempotency-key': 'bench-[<id>]' }, idReplacement: true }),
+      postConnectionEach: await load(`POST /api/v1/tickets, new conn.${label}`, { ...posting, headers, connectionPerRequest: true }),
       get: await load(`GET /api/v1/tickets/{id}${label}`, { url: `${service.url}/api/v1/tickets/${first.body['id']}`, headers, seconds: duration }),
     };
   } finally {
@@ -148,6 +152,7 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
   const loadAfter = loadavg()[0] ?? 0;
   console.log(`bare koa: ${bare.rps} req/s, the mean of before and after`);
   console.log(`POST /api/v1/tickets: ${(embedded.post.rps / bare.rps).toFixed(2)} of bare koa (${(distributed.post.rps / bare.rps).toFixed(2)} as ROLE=api)`);
+  console.log(`POST /api/v1/tickets on a new connection each: ${(embedded.postConnectionEach.rps / embedded.post.rps).toFixed(2)} of the kept-alive rate (${(distributed.postConnectionEach.rps / distributed.post.rps).toFixed(2)} as ROLE=api)`);
   console.log(`POST /api/v1/tickets with Idempotency-Key: ${(embedded.postWithKey.rps / bare.rps).toFixed(2)} of bare koa (${(distributed.postWithKey.rps / bare.rps).toFixed(2)} as ROLE=api)`);
   console.log(`by the request thread's CPU per request: POST /api/v1/tickets ${(bare.cpuUs / embedded.post.cpuUs).toFixed(2)} of bare koa (${(bare.cpuUs / distributed.post.cpuUs).toFixed(2)} as ROLE=api), GET ${(bare.cpuUs / embedded.get.cpuUs).toFixed(2)}`);
   console.log(`load average after: ${loadAfter.toFixed(2)}`);
@@ -158,6 +163,8 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
     post_warmup_p99_ms: embedded.post.warmupP99,
     post_with_key_rps: embedded.postWithKey.rps,
     post_with_key_p99_ms: embedded.postWithKey.p99,
+    post_connection_each_rps: embedded.postConnectionEach.rps,
+    post_connection_each_p99_ms: embedded.postConnectionEach.p99,
     get_rps: embedded.get.rps,
     get_p99_ms: embedded.get.p99,
     api_role_post_rps: distributed.post.rps,
@@ -165,6 +172,8 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
     api_role_post_warmup_p99_ms: distributed.post.warmupP99,
     api_role_post_with_key_rps: distributed.postWithKey.rps,
     api_role_post_with_key_p99_ms: distributed.postWithKey.p99,
+    api_role_post_connection_each_rps: distributed.postConnectionEach.rps,
+    api_role_post_connection_each_p99_ms: distributed.postConnectionEach.p99,
     api_role_get_rps: distributed.get.rps,
     api_role_get_p99_ms: distributed.get.p99,
     post_cpu_us_per_request: embedded.post.cpuUs,

@@ -6,6 +6,9 @@
 // serving every connection already in (for `POST /tickets` about 0.8 s, where the last connection's
 // first request waits all of it); the first second also runs code not yet optimized. Both are the
 // first second of a load, not its steady state, and they were a tenth of a 10 s phase's requests.
+// With `connectionPerRequest`, each request opens a connection of its own and asks the server to close
+// it (`Connection: close`), as clients without keep-alive do: then every request is also an accept.
+import { request as httpRequest } from 'node:http';
 import { parentPort, workerData } from 'node:worker_threads';
 import autocannon from 'autocannon';
 import { quantiles } from './quantiles.js';
@@ -17,6 +20,8 @@ export interface LoadOptions {
   readonly body?: string;
   readonly idReplacement?: boolean;
   readonly connections: number;
+  /** A new connection for every request, closed after its answer (autocannon keeps its connections). */
+  readonly connectionPerRequest?: boolean;
   readonly warmupSeconds: number;
   readonly seconds: number;
 }
@@ -40,24 +45,62 @@ export type LoadReport =
 const port = parentPort;
 if (port === null) throw new Error('load-worker runs in a worker thread');
 const options = workerData as LoadOptions;
-const { warmupSeconds, seconds, ...request } = options;
+const { warmupSeconds, seconds, connectionPerRequest, ...request } = options;
 const warm: number[] = [];
 const measured: number[] = [];
 /** When the warm-up ended; null during it. */
 let measuring: number | null = null;
-let settle: (error: unknown, result: autocannon.Result) => void = () => undefined;
-const ran = new Promise<autocannon.Result>((resolve, reject) => {
-  settle = (error, result) => (error === null || error === undefined ? resolve(result) : reject(error as Error));
-});
-const instance = autocannon({ ...request, duration: warmupSeconds + seconds }, (error, result) => settle(error, result));
+const answered = (latencyMs: number): void => {
+  (measuring === null ? warm : measured).push(latencyMs);
+};
+
+/** autocannon on kept-alive connections: the count of non-2xx answers, errors and timeouts. */
+const keptAlive = async (): Promise<number> => {
+  const result = await new Promise<autocannon.Result>((resolve, reject) => {
+    const instance = autocannon({ ...request, duration: warmupSeconds + seconds }, (error, done) => (error === null || error === undefined ? resolve(done) : reject(error as Error)));
+    instance.on('response', (_client: unknown, _status: number, _bytes: number, latencyMs: number) => answered(latencyMs));
+  });
+  return result.non2xx + result.errors + result.timeouts;
+};
+
+/** `connections` loops, each sending one request at a time on a connection of its own: the count of non-2xx answers and errors. */
+const connectionEach = async (): Promise<number> => {
+  const url = new URL(request.url);
+  const until = performance.now() + (warmupSeconds + seconds) * 1000;
+  let failed = 0;
+  const once = (): Promise<void> =>
+    new Promise((resolve) => {
+      const sent = performance.now();
+      const req = httpRequest(
+        { host: url.hostname, port: url.port, path: url.pathname, method: request.method ?? 'GET', agent: false, headers: { ...request.headers, connection: 'close' } },
+        (res) => {
+          res.resume();
+          res.once('end', () => {
+            if ((res.statusCode ?? 0) >= 300) failed += 1;
+            answered(performance.now() - sent);
+            resolve();
+          });
+        },
+      );
+      req.once('error', () => {
+        failed += 1;
+        resolve();
+      });
+      req.end(request.body);
+    });
+  await Promise.all(
+    Array.from({ length: options.connections }, async () => {
+      while (performance.now() < until) await once();
+    }),
+  );
+  return failed;
+};
+
 const warmupEnds = setTimeout(() => {
   measuring = performance.now();
   port.postMessage({ kind: 'measuring' } satisfies LoadReport);
 }, warmupSeconds * 1000);
-instance.on('response', (_client: unknown, _status: number, _bytes: number, latencyMs: number) => {
-  (measuring === null ? warm : measured).push(latencyMs);
-});
-const result = await ran;
+const errors = await (connectionPerRequest === true ? connectionEach() : keptAlive());
 clearTimeout(warmupEnds);
 const spanS = measuring === null ? 0 : (performance.now() - measuring) / 1000;
 
@@ -67,5 +110,5 @@ port.postMessage({
   p99: quantiles(measured).p99,
   warmupP99: quantiles(warm).p99,
   requests: measured.length,
-  errors: result.non2xx + result.errors + result.timeouts,
+  errors,
 } satisfies LoadReport);

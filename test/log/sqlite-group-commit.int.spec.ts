@@ -1,6 +1,6 @@
 // The group commit's gathering, on a real SQLite file: writes that come a few a turn wait for each
-// other (one connection per request brings about one a turn), for no longer than the last commit
-// took; a write alone or a full batch is not held. Turns are counted with a setImmediate chain, so
+// other (one connection per request brings about one a turn), for no longer than the last batch
+// cost apart from its writes; a write alone or a full batch is not held. Turns are counted with a setImmediate chain, so
 // what these cases assert does not depend on how fast the machine is, except the last one's bound.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -17,7 +17,7 @@ const spin = (ms: number): void => {
   while (performance.now() < until);
 };
 
-/** A writer on a fresh WAL file whose commits take at least `commitMs` (spun before each commit). */
+/** A writer on a fresh WAL file whose batches cost at least `commitMs` apart from their writes (spun before each commit). */
 const writerOn = (name: string, commitMs: number): { readonly writer: GroupCommit; readonly write: (n: number) => Promise<number>; readonly close: () => void } => {
   const db = new Database(join(dir, `${name}.db`));
   db.pragma('journal_mode = WAL');
@@ -38,7 +38,7 @@ const turnCounter = (): { readonly turns: () => number; readonly stop: () => voi
 };
 
 describe('SQLite group commit: gathering writes that come a few a turn', () => {
-  it('writes that come one a turn share a commit while the last commit took longer than their turns', async () => {
+  it('writes that come one a turn share a commit while the last batch cost more than their turns', async () => {
     const { writer, write, close } = writerOn('one-a-turn', 5);
     try {
       await write(0);
@@ -60,7 +60,7 @@ describe('SQLite group commit: gathering writes that come a few a turn', () => {
     }
   });
 
-  it('a write alone is committed at the end of the next turn, not after the last commit’s duration', async () => {
+  it('a write alone is committed at the end of the next turn, not after the last batch’s cost', async () => {
     const { write, close } = writerOn('alone', 5);
     try {
       await write(0);
@@ -95,7 +95,7 @@ describe('SQLite group commit: gathering writes that come a few a turn', () => {
       const before = writer.stats.transactions;
       const waits: number[] = [];
       const written: Promise<void>[] = [];
-      // One write a turn for 60 turns of 1 ms each: far longer than a commit (2 ms).
+      // One write a turn for 60 turns of 1 ms each: far longer than a batch's cost (2 ms).
       await new Promise<void>((done) => {
         const next = (): void => {
           const sent = performance.now();
@@ -108,7 +108,7 @@ describe('SQLite group commit: gathering writes that come a few a turn', () => {
       });
       await Promise.all(written);
       expect(writer.stats.transactions - before, 'a commit every few writes').to.be.at.least(60 / 8);
-      // Each waited for the commits of its batch: the gathering (≤ 2 ms and a turn) and the commit itself.
+      // Each waited for its batch: the gathering (≤ 2 ms and a turn) and the commit itself.
       expect(Math.max(...waits), 'the longest wait, ms').to.be.below(30);
     } finally {
       close();

@@ -16,8 +16,12 @@
 // API server, the relay and two dispatchers on one shared SQLite log, with Kafka and Redis the bench
 // starts on ports of its own; the start-up reported is then the API server's and a dispatcher's. The
 // API server runs at API_THREAD_NICE 19 there, as docker-compose.yml runs it beside the other roles.
-// `npm run bench -- sustained [--long]`, BENCH_SECONDS / BENCH_RATE / BENCH_ROLES to override;
-// API_THREAD_NICE goes to the service (or the API server) as it is.
+// With BENCH_WORKSPACES=N (1 by default) the traffic is spread over N workspaces, each with its own 10
+// subscriptions on the same receiver and a share of the tickets; the writes go to them in turn, so a
+// write still owes 10 deliveries. The log, Kafka (a partition per workspace key) and the engines then
+// carry several tenants at once, as a real installation does.
+// `npm run bench -- sustained [--long]`, BENCH_SECONDS / BENCH_RATE / BENCH_ROLES / BENCH_WORKSPACES
+// to override; API_THREAD_NICE goes to the service (or the API server) as it is.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
@@ -65,13 +69,20 @@ const must = async (url: string, method: string, p: string, token: string, body?
   return sent.answer.body as Record<string, unknown>;
 };
 
-const setUp = async (url: string, receiverUrl: string): Promise<Workspace> => {
-  const created = await must(url, 'POST', '/admin/v1/workspaces', ADMIN, { name: 'sustained', plan: 'business' });
-  const apiKey = String(created['api_key']);
-  for (let i = 0; i < SUBSCRIPTIONS; i++) await must(url, 'POST', '/api/v1/webhooks', apiKey, { url: receiverUrl });
-  const tickets: string[] = [];
-  for (let i = 0; i < TICKETS; i++) tickets.push(String((await must(url, 'POST', '/api/v1/tickets', apiKey, newTicket(i)))['id']));
-  return { apiKey, tickets };
+/** The workspaces the traffic goes to: each with SUBSCRIPTIONS subscriptions and its share of TICKETS. */
+type Tenants = readonly Workspace[];
+
+const setUp = async (url: string, receiverUrl: string, count: number): Promise<Tenants> => {
+  const tenants: Workspace[] = [];
+  for (let w = 0; w < count; w++) {
+    const created = await must(url, 'POST', '/admin/v1/workspaces', ADMIN, { name: `sustained-${w}`, plan: 'business' });
+    const apiKey = String(created['api_key']);
+    for (let i = 0; i < SUBSCRIPTIONS; i++) await must(url, 'POST', '/api/v1/webhooks', apiKey, { url: receiverUrl });
+    const tickets: string[] = [];
+    for (let i = w; i < TICKETS; i += count) tickets.push(String((await must(url, 'POST', '/api/v1/tickets', apiKey, newTicket(i)))['id']));
+    tenants.push({ apiKey, tickets });
+  }
+  return tenants;
 };
 
 /** The API's writes held for webhook delivery so far (backpressure; 0 where it holds none). */
@@ -89,10 +100,11 @@ const newTicket = (n: number) => ({ contact: { email: `sustained-${n}@example.co
 // was partly the client's.
 const writers = new Agent({ connections: CEILING_CLIENTS, headersTimeout: 30_000, bodyTimeout: 30_000 });
 
-/** One write: a message on a known ticket, or (one in ten) a new ticket. Resolves with its latency, or null when it failed. */
-const write = async (url: string, ws: Workspace, n: number): Promise<number | null> => {
+/** Write `n`, to the workspaces in turn: a message on a known ticket, or (one in ten) a new ticket. Resolves with its latency, or null when it failed. */
+const write = async (url: string, tenants: Tenants, n: number): Promise<number | null> => {
   const started = performance.now();
-  const [p, body] = n % 10 === 0 ? ['/api/v1/tickets', newTicket(TICKETS + n)] : [`/api/v1/tickets/${ws.tickets[n % ws.tickets.length]}/messages`, { content: `message ${n}` }];
+  const ws = tenants[n % tenants.length] as Workspace;
+  const [p, body] = n % 10 === 0 ? ['/api/v1/tickets', newTicket(TICKETS + n)] : [`/api/v1/tickets/${ws.tickets[Math.floor(n / tenants.length) % ws.tickets.length]}/messages`, { content: `message ${n}` }];
   try {
     const answer = await request(`${url}${p}`, {
       method: 'POST',
@@ -108,13 +120,13 @@ const write = async (url: string, ws: Workspace, n: number): Promise<number | nu
 };
 
 /** The most acknowledged writes/s from CEILING_CLIENTS clients writing back to back. */
-const ceiling = async (url: string, ws: Workspace): Promise<number> => {
+const ceiling = async (url: string, tenants: Tenants): Promise<number> => {
   let done = 0;
   let n = 0;
   const until = performance.now() + CEILING_SECONDS * 1000;
   await Promise.all(
     Array.from({ length: CEILING_CLIENTS }, async () => {
-      while (performance.now() < until) if ((await write(url, ws, ++n)) !== null) done++;
+      while (performance.now() < until) if ((await write(url, tenants, ++n)) !== null) done++;
     }),
   );
   return done / CEILING_SECONDS;
@@ -135,7 +147,7 @@ const longPoll = async (url: string, ws: Workspace, running: () => boolean): Pro
 };
 
 /** The workspace's public events from `fromMs` on, as /updates serves them. */
-const eventsSince = async (url: string, ws: Workspace, fromMs: number): Promise<number> => {
+const eventsOf = async (url: string, ws: Workspace, fromMs: number): Promise<number> => {
   let count = 0;
   for (let offset = Math.floor(fromMs * 1000); ; ) {
     const body = await must(url, 'GET', `/api/v1/updates?offset=${offset}&timeout=0&limit=1000`, ws.apiKey);
@@ -146,9 +158,16 @@ const eventsSince = async (url: string, ws: Workspace, fromMs: number): Promise<
   }
 };
 
+/** The public events of every workspace from `fromMs` on. */
+const eventsSince = async (url: string, tenants: Tenants, fromMs: number): Promise<number> => {
+  let count = 0;
+  for (const ws of tenants) count += await eventsOf(url, ws, fromMs);
+  return count;
+};
+
 /** Waits (at most DRAIN_SECONDS) until every delivery of the events committed since `fromMs` has had its first attempt. */
-const drain = async (url: string, ws: Workspace, receiver: SustainedReceiver, fromMs: number): Promise<ReceiverFigures> => {
-  const owed = (await eventsSince(url, ws, fromMs)) * SUBSCRIPTIONS;
+const drain = async (url: string, tenants: Tenants, receiver: SustainedReceiver, fromMs: number): Promise<ReceiverFigures> => {
+  const owed = (await eventsSince(url, tenants, fromMs)) * SUBSCRIPTIONS;
   // A count while deliveries come in: the whole figures, serialized, would hold the receiver (and the
   // deliveries still going out) for as long, and are read once at the end.
   for (let waited = 0; waited < DRAIN_SECONDS && (await receiver.received(fromMs)) < owed; waited++) await sleep(1000);
@@ -277,6 +296,8 @@ const distributed = async (group: ProcessGroup): Promise<Topology> => {
 export async function run(opts: { long: boolean }): Promise<Record<string, number | string>> {
   const seconds = Number(process.env['BENCH_SECONDS'] ?? (opts.long ? 600 : 60));
   const roles = process.env['BENCH_ROLES'] ?? 'embedded';
+  const workspaces = Number(process.env['BENCH_WORKSPACES'] ?? 1);
+  if (!Number.isInteger(workspaces) || workspaces < 1) throw new Error(`BENCH_WORKSPACES=${process.env['BENCH_WORKSPACES']}: a whole number from 1`);
   if (roles !== 'embedded' && roles !== 'distributed') throw new Error(`BENCH_ROLES=${roles}: embedded or distributed`);
   const dataDir = mkdtempSync(path.join(tmpdir(), 'bench-sustained-'));
   /** The compiled build the restart is timed from too, made once the run is over. */
@@ -305,18 +326,18 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
   try {
     topology = await (roles === 'distributed' ? distributed(group) : embedded(group));
     const { url } = topology;
-    const ws = await setUp(url, receiver.url);
+    const tenants = await setUp(url, receiver.url, workspaces);
     const engines = async () => scrapePunctuality(topology!.engineUrls(), ADMIN);
     const beforeBurst = await engines();
     const heldBeforeBurst = await heldWrites(url);
     const burstStartedMs = Date.now();
-    const ceilingPerS = await ceiling(url, ws);
+    const ceilingPerS = await ceiling(url, tenants);
     const burstStoppedMs = Date.now();
     const rate = Number(process.env['BENCH_RATE'] ?? Math.max(1, Math.floor(ceilingPerS / 2)));
     console.error(`ceiling ${Math.round(ceilingPerS)} writes/s; sustaining ${rate} writes/s for ${seconds} s`);
     // The set-up's and the ceiling's deliveries arrive before the measured run starts. The ceiling is
     // also the burst at the maximum write rate: its deliveries' lag is reported on its own.
-    const afterBurst = await drain(url, ws, receiver, 0);
+    const afterBurst = await drain(url, tenants, receiver, 0);
     const inBurst = afterBurst.firstAttempts.filter(([committed]) => committed >= burstStartedMs && committed < burstStoppedMs);
     const burst = quantiles(inBurst.map(([committed, arrived]) => arrived - committed));
     const burstSpanS = inBurst.length === 0 ? 1 : (Math.max(...inBurst.map(([, arrived]) => arrived)) - burstStartedMs) / 1000;
@@ -335,7 +356,7 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
 
     const startedMs = Date.now();
     let running = true;
-    const pollers = Array.from({ length: LONG_POLLERS }, () => longPoll(url, ws, () => running));
+    const pollers = Array.from({ length: LONG_POLLERS }, (_, i) => longPoll(url, tenants[i % tenants.length] as Workspace, () => running));
     const stalls = watchStalls(url, ADMIN, topology.apiPid(), { bench: process.pid, ...(receiver.pid === undefined ? {} : { receiver: receiver.pid }) });
     /** [sent ms, latency ms] of each acknowledged write. */
     const latencies: [number, number][] = [];
@@ -347,7 +368,7 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
       // Open loop: writes go out on schedule whether or not earlier ones were answered.
       while (n < Math.floor((tick * TICK_MS * rate) / 1000)) {
         const sentMs = Date.now();
-        const w = write(url, ws, ++n).then((ms) => (ms === null ? void failed++ : void latencies.push([sentMs, ms])));
+        const w = write(url, tenants, ++n).then((ms) => (ms === null ? void failed++ : void latencies.push([sentMs, ms])));
         inFlight.add(w);
         void w.finally(() => inFlight.delete(w));
       }
@@ -356,11 +377,11 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
     await Promise.all([...inFlight]);
     const stoppedMs = Date.now();
     const stallMinutes = await stalls.stop();
-    const owed = (await eventsSince(url, ws, startedMs)) * SUBSCRIPTIONS;
+    const owed = (await eventsSince(url, tenants, startedMs)) * SUBSCRIPTIONS;
     const receivedInRun = await receiver.received(startedMs);
     running = false;
     const polled = (await Promise.all(pollers)).reduce((a, b) => a + b, 0);
-    const end = await drain(url, ws, receiver, startedMs);
+    const end = await drain(url, tenants, receiver, startedMs);
     const runEngine = engineFigures(since(beforeRun, await engines()));
     console.error(`run, as the engine measured it: ${runEngine.line}`);
     const runHeld = heldSince(heldBeforeRun, await heldWrites(url));
@@ -415,6 +436,7 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
     return {
       bench: 'sustained',
       roles,
+      workspaces,
       seconds,
       ceiling_writes_per_s: Math.round(ceilingPerS),
       burst_first_attempt_p50_ms: burst.p50,

@@ -20,9 +20,8 @@ import { adminRoutes } from './http/routes/admin.js';
 import { metricsRoutes } from './metrics/routes.js';
 import { createHttpServer } from './http/server.js';
 import { systemMicros, type MicrosClock } from './log/clock.js';
-import type { EventLog } from './log/event-log.js';
 import { holdInstanceLock, type InstanceLock } from './log/instance-lock.js';
-import { openRoleLog } from './bus/role-log.js';
+import { openRoleLog, type RoleLog } from './bus/role-log.js';
 import { roleFeatures } from './bus/roles.js';
 import { createMemoryRateLimiter } from './ratelimit/memory.js';
 import { createRedisRateLimiter } from './ratelimit/redis.js';
@@ -103,7 +102,7 @@ const holdDataDir = (config: Config): InstanceLock => {
 export const startService = async (config: Config, options: ServiceOptions = {}): Promise<Service> => {
   const clock = options.clock ?? systemMicros;
   const instance = holdDataDir(config);
-  let log: EventLog;
+  let log: RoleLog;
   let documents: DocumentStores;
   try {
     log = await openRoleLog(config, clock);
@@ -176,6 +175,7 @@ export const startService = async (config: Config, options: ServiceOptions = {})
         [...(thread === null ? [] : [{ thread: thread.check.name, usedBytes: thread.heapUsedBytes }]), ...features.flatMap((f) => f.workers ?? [])],
         engine === undefined ? undefined : { source: engine, clock },
         held?.figures,
+        log.stats,
       ),
       ...(engine === undefined ? [] : [backlogRoutes(engine, clock)]),
       ...features.flatMap((f) => (f.routes === undefined ? [] : [f.routes])),

@@ -6,16 +6,19 @@ import * as path from 'node:path';
 import type { Config } from '../config/config.js';
 import type { MicrosClock } from '../log/clock.js';
 import type { EventLog } from '../log/event-log.js';
-import { openSqliteLog } from '../log/sqlite.js';
+import { openSqliteLog, type SqliteEventLog } from '../log/sqlite.js';
 
 const RELAY_POLL_MS = 2;
+
+/** A role's log; the SQLite one also counts its commits and the writes they carried (the metrics route shows them). */
+export type RoleLog = EventLog & Partial<Pick<SqliteEventLog, 'stats'>>;
 
 /**
  * The role's log: EventStoreDB when EVENTSTORE_URL is set (the sequencer runs in relay or all), else
  * the SQLite file, shared by the processes of one host, and by the embedded role's threads (one
  * embedded service per data folder is kept by src/log/instance-lock.ts).
  */
-export const openRoleLog = async (config: Config, clock: MicrosClock, thread: 'main' | 'dispatcher' | 'indexer' = 'main'): Promise<EventLog> => {
+export const openRoleLog = async (config: Config, clock: MicrosClock, thread: 'main' | 'dispatcher' | 'indexer' = 'main'): Promise<RoleLog> => {
   if (config.eventstoreUrl !== null) {
     const sequencer = thread === 'main' && (config.role === 'relay' || config.role === 'all');
     const { openEventStoreDbLog } = await import('../log/eventstoredb.js');
@@ -41,4 +44,4 @@ export const openRoleLog = async (config: Config, clock: MicrosClock, thread: 'm
 };
 
 /** The log of the embedded role's dispatcher thread, or of its history indexer: its own connection, never the sequencer. */
-export const openDispatcherLog = (config: Config, clock: MicrosClock, thread: 'dispatcher' | 'indexer' = 'dispatcher'): Promise<EventLog> => openRoleLog(config, clock, thread);
+export const openDispatcherLog = (config: Config, clock: MicrosClock, thread: 'dispatcher' | 'indexer' = 'dispatcher'): Promise<RoleLog> => openRoleLog(config, clock, thread);

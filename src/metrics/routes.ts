@@ -2,7 +2,8 @@
 // heap, open handles and event-loop delay, prom-client's default set, for operators and the soak
 // test. The figures are the process's, so one registry serves every service the process runs. The
 // default heap figures are the main thread's isolate only: a service's worker threads add theirs.
-// Where the process runs a delivery engine, its backlog gauges and punctuality histograms too.
+// Where the process runs a delivery engine, its backlog gauges and punctuality histograms too; where
+// its log is SQLite, the commits of this process's connection and the writes they carried.
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
 import type { RouteModule } from '../http/app.js';
 import type { HeldWrites } from '../http/middleware/write-hold.js';
@@ -20,6 +21,12 @@ const registry = (): Registry => {
   return shared;
 };
 
+/** Commits of the log's connection so far, and the writes (appends, deletes) they carried. */
+export interface LogCommits {
+  readonly transactions: number;
+  readonly writes: number;
+}
+
 /** A worker thread of the service, by name, with its heap in use (null while it does not answer). */
 export interface WorkerHeap {
   readonly thread: string;
@@ -30,6 +37,7 @@ export const metricsRoutes = (
   workers: readonly WorkerHeap[] = [],
   engine?: { readonly source: EngineStatusSource; readonly clock: MicrosClock },
   heldWrites?: () => HeldWrites,
+  logCommits?: () => LogCommits,
 ): RouteModule => {
   // The service's own registry: several services in one process (tests) each have their workers.
   const own = new Registry();
@@ -47,19 +55,29 @@ export const metricsRoutes = (
       });
     },
   });
+  /** A counter set at each scrape from a figure kept since the start. */
+  const runningTotal = <T>(name: string, help: string, figures: () => T, of: (figures: T) => number) =>
+    new Counter({
+      name,
+      help,
+      registers: [own],
+      collect() {
+        this.reset();
+        this.inc(of(figures()));
+      },
+    });
   if (heldWrites !== undefined) {
-    const counter = (name: string, help: string, of: (held: HeldWrites) => number) =>
-      new Counter({
-        name,
-        help,
-        registers: [own],
-        collect() {
-          this.reset();
-          this.inc(of(heldWrites()));
-        },
-      });
-    counter('http_writes_held_total', 'API writes held while webhook delivery was behind and busy (backpressure), since the start.', (held) => held.requests);
-    counter('http_writes_held_seconds_total', 'Seconds API writes waited for webhook delivery (backpressure), since the start.', (held) => held.seconds);
+    runningTotal('http_writes_held_total', 'API writes held while webhook delivery was behind and busy (backpressure), since the start.', heldWrites, (held) => held.requests);
+    runningTotal('http_writes_held_seconds_total', 'Seconds API writes waited for webhook delivery (backpressure), since the start.', heldWrites, (held) => held.seconds);
+  }
+  if (logCommits !== undefined) {
+    runningTotal('event_log_commits_total', "Transactions this process's connection to the SQLite event log committed, since the start.", logCommits, (c) => c.transactions);
+    runningTotal(
+      'event_log_commit_writes_total',
+      'Writes (appends, deletions) those commits carried: over event_log_commits_total, how many writes shared a commit.',
+      logCommits,
+      (c) => c.writes,
+    );
   }
   // Set from the engine's status, asked once per scrape (a thread's answer to one ping); left out
   // while the engine does not answer.

@@ -3,7 +3,7 @@
 // test. The figures are the process's, so one registry serves every service the process runs. The
 // default heap figures are the main thread's isolate only: a service's worker threads add theirs.
 // Where the process runs a delivery engine, its backlog gauges and punctuality histograms too; where
-// its log is SQLite, the commits of this process's connection and the writes they carried.
+// its log is SQLite, the commits of the main thread's connection and the writes they carried.
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
 import type { RouteModule } from '../http/app.js';
 import type { HeldWrites } from '../http/middleware/write-hold.js';
@@ -71,7 +71,7 @@ export const metricsRoutes = (
     runningTotal('http_writes_held_seconds_total', 'Seconds API writes waited for webhook delivery (backpressure), since the start.', heldWrites, (held) => held.seconds);
   }
   if (logCommits !== undefined) {
-    runningTotal('event_log_commits_total', "Transactions this process's connection to the SQLite event log committed, since the start.", logCommits, (c) => c.transactions);
+    runningTotal('event_log_commits_total', "Transactions the main thread's connection to the SQLite event log committed, since the start.", logCommits, (c) => c.transactions);
     runningTotal(
       'event_log_commit_writes_total',
       'Writes (appends, deletions) those commits carried: over event_log_commits_total, how many writes shared a commit.',

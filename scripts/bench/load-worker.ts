@@ -71,21 +71,26 @@ const connectionEach = async (): Promise<number> => {
   const once = (): Promise<void> =>
     new Promise((resolve) => {
       const sent = performance.now();
+      let settled = false;
+      /** Once per request: an answer read to its end counts its latency, anything else is a failure. */
+      const settle = (status: number | null): void => {
+        if (settled) return;
+        settled = true;
+        if (status === null || status >= 300) failed += 1;
+        if (status !== null) answered(performance.now() - sent);
+        resolve();
+      };
       const req = httpRequest(
         { host: url.hostname, port: url.port, path: url.pathname, method: request.method ?? 'GET', agent: false, headers: { ...request.headers, connection: 'close' } },
         (res) => {
           res.resume();
-          res.once('end', () => {
-            if ((res.statusCode ?? 0) >= 300) failed += 1;
-            answered(performance.now() - sent);
-            resolve();
-          });
+          res.once('end', () => settle(res.statusCode ?? 0));
+          res.once('close', () => settle(null));
         },
       );
-      req.once('error', () => {
-        failed += 1;
-        resolve();
-      });
+      // As autocannon's own default: an answer not there after 10 s is a failure.
+      req.setTimeout(10_000, () => req.destroy(new Error('no answer within 10 s')));
+      req.on('error', () => settle(null));
       req.end(request.body);
     });
   await Promise.all(

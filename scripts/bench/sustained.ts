@@ -104,7 +104,9 @@ const writers = new Agent({ connections: CEILING_CLIENTS, headersTimeout: 30_000
 const write = async (url: string, tenants: Tenants, n: number): Promise<number | null> => {
   const started = performance.now();
   const ws = tenants[n % tenants.length] as Workspace;
-  const [p, body] = n % 10 === 0 ? ['/api/v1/tickets', newTicket(TICKETS + n)] : [`/api/v1/tickets/${ws.tickets[Math.floor(n / tenants.length) % ws.tickets.length]}/messages`, { content: `message ${n}` }];
+  // The workspace's own count of writes: one in ten of each workspace's is a new ticket.
+  const turn = Math.floor(n / tenants.length);
+  const [p, body] = turn % 10 === 0 ? ['/api/v1/tickets', newTicket(TICKETS + n)] : [`/api/v1/tickets/${ws.tickets[turn % ws.tickets.length]}/messages`, { content: `message ${n}` }];
   try {
     const answer = await request(`${url}${p}`, {
       method: 'POST',
@@ -297,7 +299,8 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
   const seconds = Number(process.env['BENCH_SECONDS'] ?? (opts.long ? 600 : 60));
   const roles = process.env['BENCH_ROLES'] ?? 'embedded';
   const workspaces = Number(process.env['BENCH_WORKSPACES'] ?? 1);
-  if (!Number.isInteger(workspaces) || workspaces < 1) throw new Error(`BENCH_WORKSPACES=${process.env['BENCH_WORKSPACES']}: a whole number from 1`);
+  // Each workspace needs a ticket of its own to write messages on.
+  if (!Number.isInteger(workspaces) || workspaces < 1 || workspaces > TICKETS) throw new Error(`BENCH_WORKSPACES=${process.env['BENCH_WORKSPACES']}: a whole number from 1 to ${TICKETS}`);
   if (roles !== 'embedded' && roles !== 'distributed') throw new Error(`BENCH_ROLES=${roles}: embedded or distributed`);
   const dataDir = mkdtempSync(path.join(tmpdir(), 'bench-sustained-'));
   /** The compiled build the restart is timed from too, made once the run is over. */

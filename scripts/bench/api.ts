@@ -178,6 +178,7 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
     api_role_get_p99_ms: distributed.get.p99,
     post_cpu_us_per_request: embedded.post.cpuUs,
     post_with_key_cpu_us_per_request: embedded.postWithKey.cpuUs,
+    post_connection_each_cpu_us_per_request: embedded.postConnectionEach.cpuUs,
     get_cpu_us_per_request: embedded.get.cpuUs,
     api_role_post_cpu_us_per_request: distributed.post.cpuUs,
     ceiling_cpu_us_per_request: Math.round(bare.cpuUs),

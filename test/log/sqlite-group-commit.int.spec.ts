@@ -1,7 +1,8 @@
 // The group commit's gathering, on a real SQLite file: writes that come a few a turn wait for each
 // other (one connection per request brings about one a turn), for no longer than the last batch
-// cost apart from its writes; a write alone or a full batch is not held. Turns are counted with a setImmediate chain, so
-// what these cases assert does not depend on how fast the machine is, except the last one's bound.
+// cost apart from its writes; a write alone or a full batch is not held. Turns are counted with a
+// setImmediate chain, so what these cases assert does not depend on how fast the machine is, except
+// the last one's bound.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -401,6 +401,24 @@ const onScript = (index: Index, script: 'historyRead' | 'historyApply' | 'histor
       expect(await index.get('s1', 's1-0')).to.equal(undefined);
     });
 
+    it('leaves the set in the script that drops its last delivery, at an exact multiple of a script\'s batch too', async () => {
+      const index = await space.open();
+      // What each forget script left: the deliveries still indexed, and whether it is still marked.
+      const seen: Array<[number, boolean]> = [];
+      const client = index.client as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
+      const forget = (client['historyForget'] as (...args: unknown[]) => Promise<unknown>).bind(index.client);
+      client['historyForget'] = async (...args: unknown[]) => {
+        const left = await forget(...args);
+        seen.push([await count('s1'), (await forgetting()).includes('s1')]);
+        return left;
+      };
+      // The apply that passes the marker drops a thousand, the forget scripts two thousand more.
+      for (const record of history('s1', 3_000)) await index.apply(record);
+      await index.apply(log.deleted('s1'));
+      await eventually('s1 forgotten', async () => (await forgetting()).length === 0);
+      expect(seen).to.deep.equal([[1_000, true], [0, false]]);
+    });
+
     it('writes nothing more of it meanwhile, and goes on with the next writer when one stops part way', async () => {
       const first = await space.open();
       for (const record of history('s1', 20_000)) await first.apply(record);

@@ -186,6 +186,37 @@ describe('webhook delivery backpressure (unit)', () => {
     expect(request.pressing()).to.equal(false);
   });
 
+  it('lets writes held together through a long press go evenly over their bound, not all at it, each by its bound', async () => {
+    let now = 1_000_000;
+    const shared = sharedDeadline(createBackpressureBuffer(), () => now);
+    const request = readBackpressure(shared, () => now);
+    shared.press(60_000);
+    // 64 writers answered by one commit come back together.
+    const wentAt: number[] = [];
+    const held = Array.from({ length: 64 }, () => request.eased(250).then(() => wentAt.push(now)));
+    // The clock moves 5 ms at a time, and at least one look (5 ms, real) sees each instant.
+    const byInstant: number[] = [];
+    for (let t = 5; t <= 250; t += 5) {
+      now = 1_000_000 + t;
+      const before = wentAt.length;
+      await sleep(12);
+      byInstant.push(wentAt.length - before);
+    }
+    await Promise.all(held);
+    expect(wentAt.every((at) => at <= 1_000_250), 'each by its bound').to.equal(true);
+    expect(Math.max(...byInstant), 'at most a few in any 5 ms').to.be.at.most(3);
+    expect(byInstant.slice(0, 10).reduce((a, b) => a + b), 'some in the first 50 ms').to.be.within(8, 16);
+
+    // One held alone waits to its bound.
+    let alone = false;
+    const lone = request.eased(250).then(() => (alone = true));
+    now += 200;
+    await sleep(12);
+    expect(alone, 'not before its bound').to.equal(false);
+    now += 50;
+    await lone;
+  });
+
   it('lets more go at each look while nothing presses, so that writes faster than the release keep no queue', async () => {
     let now = 1_000_000;
     const shared = sharedDeadline(createBackpressureBuffer(), () => now);

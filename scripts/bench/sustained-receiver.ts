@@ -23,6 +23,8 @@ export interface ReceiverFigures {
   readonly retryLateMs: [number, number][];
   readonly falseFailures: number;
   readonly attempts: number;
+  /** When each connection to it was accepted (ms): a burst's first attempts may open many at once. */
+  readonly connectionsAt: number[];
 }
 
 /** `received`: how many first attempts of events committed from `since` (ms) arrived, a light question to ask while deliveries still come in. */
@@ -38,6 +40,7 @@ const receiverProcess = async (retryDelayMs: number): Promise<void> => {
   const answered = new Map<string, { readonly at: number; readonly ok: boolean }>();
   let falseFailures = 0;
   let attempts = 0;
+  const connectionsAt: number[] = [];
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -61,13 +64,14 @@ const receiverProcess = async (retryDelayMs: number): Promise<void> => {
     });
   });
   server.keepAliveTimeout = 65_000;
+  server.on('connection', () => connectionsAt.push(nowMs()));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   process.on('message', (message: ToReceiver) => {
     if ('received' in message) {
       let received = 0;
       for (const [committed] of firstAttempts) if (committed >= message.received.since) received++;
       process.send?.({ received } satisfies FromReceiver);
-    } else process.send?.({ figures: { firstAttempts, retryLateMs, falseFailures, attempts } } satisfies FromReceiver);
+    } else process.send?.({ figures: { firstAttempts, retryLateMs, falseFailures, attempts, connectionsAt } } satisfies FromReceiver);
   });
   process.on('disconnect', () => process.exit(0));
   process.send?.({ port: (server.address() as AddressInfo).port } satisfies FromReceiver);

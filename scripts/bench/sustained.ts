@@ -350,6 +350,10 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
       quantiles(inBurst.filter(([committed]) => Math.floor((committed - burstStartedMs) / 1000) === i).map(([committed, arrived]) => arrived - committed)),
     );
     console.error(`burst by second of commit: p50 / p99 ${burstBySecond.map((q) => `${q.p50} / ${q.p99}`).join(', ')} ms`);
+    // Connections the engines opened to the receiver, by second of the burst (and before it: the set-up's).
+    const connectionsBySecond = Array.from({ length: CEILING_SECONDS }, (_, i) => afterBurst.connectionsAt.filter((at) => Math.floor((at - burstStartedMs) / 1000) === i).length);
+    const connectionsBefore = afterBurst.connectionsAt.filter((at) => at < burstStartedMs).length;
+    console.error(`burst: receiver connections opened by second ${connectionsBySecond.join(', ')} (${connectionsBefore} accepted before it)`);
     const heldBeforeRun = await heldWrites(url);
     const burstHeld = heldSince(heldBeforeBurst, heldBeforeRun);
     console.error(`burst: ${burstHeld.requests} writes held for delivery (backpressure), ${burstHeld.seconds} s waited in all`);
@@ -445,6 +449,7 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
       burst_first_attempt_p50_ms: burst.p50,
       burst_first_attempt_p99_ms: burst.p99,
       burst_first_attempt_p99_by_second: burstBySecond.map((q) => q.p99).join(' '),
+      burst_receiver_connections_by_second: connectionsBySecond.join(' '),
       burst_deliveries_per_s: Math.round(burst.n / burstSpanS),
       burst_retry_late_p99_ms: burstRetries.p99,
       burst_engine_fanout_p99_at_most_ms: burstEngine.fanOut.p99AtMostMs,

@@ -8,6 +8,7 @@ import { Worker } from 'node:worker_threads';
 import {
   createBackpressureBuffer,
   eventLoopBusy,
+  heldQueue,
   presses,
   readBackpressure,
   RELEASE_DECREASE,
@@ -215,6 +216,45 @@ describe('webhook delivery backpressure (unit)', () => {
     expect(alone, 'not before its bound').to.equal(false);
     now += 50;
     await lone;
+  });
+
+  it('holds none past its bound and lets them go in the order they came, whatever joins, leaves and looks (fast-check)', () => {
+    const step = fc.oneof(
+      fc.record({ kind: fc.constant('join' as const), after: fc.integer({ min: 0, max: 10 }), maxMs: fc.integer({ min: 1, max: 60 }) }),
+      fc.record({ kind: fc.constant('leave' as const), pick: fc.nat() }),
+      // A look a while later, or just at the earliest bound held (where a late release shows).
+      fc.record({ kind: fc.constant('look' as const), after: fc.oneof(fc.integer({ min: 0, max: 10 }), fc.constant('at a bound' as const)), more: fc.integer({ min: 0, max: 3 }) }),
+    );
+    fc.assert(
+      fc.property(fc.array(step, { maxLength: 200 }), (steps) => {
+        const queue = heldQueue<number>();
+        // The model: what is held, in the order it came, with its bound.
+        let held: { readonly id: number; readonly until: number }[] = [];
+        let now = 0;
+        let next = 0;
+        for (const s of steps) {
+          if (s.kind === 'join') {
+            now += s.after;
+            queue.join(next, now, s.maxMs);
+            held.push({ id: next++, until: now + s.maxMs });
+          } else if (s.kind === 'leave') {
+            const gone = held[s.pick % Math.max(1, held.length)];
+            if (gone === undefined) continue;
+            queue.leave(gone.id);
+            held = held.filter((h) => h !== gone);
+          } else {
+            if (s.after !== 'at a bound') now += s.after;
+            else if (held.length > 0) now = Math.max(now, Math.min(...held.map((h) => h.until)));
+            const taken = queue.take(now, s.more);
+            expect(taken, 'the first ones held, in order').to.deep.equal(held.slice(0, taken.length).map((h) => h.id));
+            held = held.slice(taken.length);
+            expect(held.filter((h) => h.until <= now), 'none past its bound').to.deep.equal([]);
+          }
+          expect(queue.size).to.equal(held.length);
+        }
+      }),
+      { numRuns: 300 },
+    );
   });
 
   it('lets more go at each look while nothing presses, so that writes faster than the release keep no queue', async () => {

@@ -162,70 +162,86 @@ export const releasePace = (): ((pressed: boolean, waiting: number) => number) =
   };
 };
 
-interface Waiter {
-  /** When it goes at the latest: its bound, or earlier to leave room for those held after it. */
-  start: number;
-  readonly done: () => void;
+/** Held writes in the order they came, each going at its latest start or earlier (the caller brings the time). */
+export interface HeldQueue<T> {
+  /** Holds `item` from `now` for at most `maxMs`. */
+  join(item: T, now: number, maxMs: number): void;
+  /** Takes `item` out (its client left). */
+  leave(item: T): void;
+  /** Takes those whose latest start has come, and `more` after them, in the order they came. */
+  take(now: number, more: number): T[];
+  readonly size: number;
 }
+
+/**
+ * A new write goes at its bound at the latest, and each held before it at least `maxMs / n` (n held)
+ * before the one after it. Writers answered by one commit come back together, and held each to its
+ * own bound through a long press, they went together again 250 ms later: a wave of 64 writes owing
+ * 640 deliveries in one instant, which a distributed dispatcher took 230 ms to send, and pressed
+ * again for (`npm run bench -- sustained` with BENCH_ROLES=distributed: commits 70 at a time every
+ * 200–300 ms through the first seconds of the burst, first attempts 100–230 ms after them). So they
+ * go evenly over the bound instead. A write held alone still waits to its bound, and none waits
+ * longer. Starts only move earlier, set as writes come, not at each look: recomputed from the
+ * writes still held, the spacing widened as they went and let the rest go at once.
+ */
+export const heldQueue = <T>(): HeldQueue<T> => {
+  /** Their starts rise in the order they came, so those that go are always the first few. */
+  const held: { readonly item: T; start: number }[] = [];
+  return {
+    join(item, now, maxMs) {
+      held.push({ item, start: now + maxMs });
+      const gap = maxMs / held.length;
+      for (let i = held.length - 2; i >= 0; i--) {
+        const latest = held[i + 1]!.start - gap;
+        // The ones before it were spaced when they joined.
+        if (held[i]!.start <= latest) break;
+        held[i]!.start = latest;
+      }
+    },
+    leave(item) {
+      const at = held.findIndex((entry) => entry.item === item);
+      if (at >= 0) held.splice(at, 1);
+    },
+    take(now, more) {
+      let due = 0;
+      while (due < held.length && held[due]!.start <= now) due++;
+      return held.splice(0, Math.min(held.length, due + more)).map((entry) => entry.item);
+    },
+    get size() {
+      return held.length;
+    },
+  };
+};
 
 /** The request side over a deadline: one timer looks for every held request while any waits; `pace` says how many go a look. */
 export const readBackpressure = (deadline: Deadline, nowMs: () => number = Date.now, pace = releasePace()): RequestSide => {
-  /** In the order they came; their starts rise in that order, so those that go are always the first few. */
-  const waiting: Waiter[] = [];
+  /** Each held request's `done`. */
+  const waiting = heldQueue<() => void>();
   let timer: NodeJS.Timeout | null = null;
   const pressed = (): boolean => nowMs() < deadline.read();
   const release = (all: boolean): void => {
-    const now = nowMs();
-    const left = all ? Infinity : pace(pressed(), waiting.length);
     // At its latest start, a request goes whatever else holds; the pace lets the next few go.
-    let due = 0;
-    while (due < waiting.length && waiting[due]!.start <= now) due++;
-    for (const waiter of waiting.splice(0, Math.min(waiting.length, due + left))) waiter.done();
-    if (waiting.length === 0 && timer !== null) {
+    for (const done of waiting.take(nowMs(), all ? Infinity : pace(pressed(), waiting.size))) done();
+    if (waiting.size === 0 && timer !== null) {
       clearInterval(timer);
       timer = null;
     }
   };
-  /**
-   * A new write goes at its bound at the latest, and each held before it at least `maxMs / n` (n held)
-   * before the one after it. Writers answered by one commit come back together, and held each to its
-   * own bound through a long press, they went together again 250 ms later: a wave of 64 writes owing
-   * 640 deliveries in one instant, which a distributed dispatcher took 230 ms to send, and pressed
-   * again for (`npm run bench -- sustained` with BENCH_ROLES=distributed: commits 70 at a time every
-   * 200–300 ms through the first seconds of the burst, first attempts 100–230 ms after them). So they
-   * go evenly over the bound instead. A write held alone still waits to its bound, and none waits
-   * longer. Starts only move earlier, set as writes come, not at each look: recomputed from the
-   * writes still held, the spacing widened as they went and let the rest go at once.
-   */
-  const join = (waiter: Waiter, maxMs: number): void => {
-    waiting.push(waiter);
-    const gap = maxMs / waiting.length;
-    for (let i = waiting.length - 2; i >= 0; i--) {
-      const latest = waiting[i + 1]!.start - gap;
-      // The ones before it were spaced when they joined.
-      if (waiting[i]!.start <= latest) break;
-      waiting[i]!.start = latest;
-    }
-  };
-  const pressing = (): boolean => waiting.length > 0 || pressed();
+  const pressing = (): boolean => waiting.size > 0 || pressed();
   return {
     pressing,
     eased: (maxMs, gone) =>
       new Promise<void>((done) => {
         if (!pressing() || gone?.aborted === true) return done();
         const leave = (): void => {
-          const at = waiting.indexOf(waiter);
-          if (at >= 0) waiting.splice(at, 1);
+          waiting.leave(waiter);
           done();
         };
-        const waiter: Waiter = {
-          start: nowMs() + maxMs,
-          done: () => {
-            gone?.removeEventListener('abort', leave);
-            done();
-          },
+        const waiter = (): void => {
+          gone?.removeEventListener('abort', leave);
+          done();
         };
-        join(waiter, maxMs);
+        waiting.join(waiter, nowMs(), maxMs);
         gone?.addEventListener('abort', leave, { once: true });
         timer ??= setInterval(() => release(false), RECHECK_MS);
       }),

@@ -346,12 +346,13 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
     const burstSpanS = inBurst.length === 0 ? 1 : (Math.max(...inBurst.map(([, arrived]) => arrived)) - burstStartedMs) / 1000;
     console.error(`burst: commit → first attempt p50 ${burst.p50} ms, p99 ${burst.p99} ms (${burst.n} deliveries, ${Math.round(burst.n / burstSpanS)}/s)`);
     // Per second of commits: whether the lag grew through the burst, or one second (the first, cold) made the p99.
+    const secondOf = (ms: number): number => Math.floor((ms - burstStartedMs) / 1000);
     const burstBySecond = Array.from({ length: CEILING_SECONDS }, (_, i) =>
-      quantiles(inBurst.filter(([committed]) => Math.floor((committed - burstStartedMs) / 1000) === i).map(([committed, arrived]) => arrived - committed)),
+      quantiles(inBurst.filter(([committed]) => secondOf(committed) === i).map(([committed, arrived]) => arrived - committed)),
     );
     console.error(`burst by second of commit: p50 / p99 ${burstBySecond.map((q) => `${q.p50} / ${q.p99}`).join(', ')} ms`);
     // Connections the engines opened to the receiver, by second of the burst (and before it: the set-up's).
-    const connectionsBySecond = Array.from({ length: CEILING_SECONDS }, (_, i) => afterBurst.connectionsAt.filter((at) => Math.floor((at - burstStartedMs) / 1000) === i).length);
+    const connectionsBySecond = Array.from({ length: CEILING_SECONDS }, (_, i) => afterBurst.connectionsAt.filter((at) => secondOf(at) === i).length);
     const connectionsBefore = afterBurst.connectionsAt.filter((at) => at < burstStartedMs).length;
     console.error(`burst: receiver connections opened by second ${connectionsBySecond.join(', ')} (${connectionsBefore} accepted before it)`);
     const heldBeforeRun = await heldWrites(url);

@@ -83,12 +83,13 @@ const deliveryRecords = (count: number, attempted = true): ProjectedEvent[] => {
 type Index = ReturnType<typeof openRedisDeliveryIndex>;
 
 /** Hands `seen` each reply of one of the index's scripts on its client. */
-const onScript = (index: Index, script: 'historyRead' | 'historyApply' | 'historyPendingPage', seen: (reply: unknown) => void): void => {
+const onScript = (index: Index, script: 'historyRead' | 'historyApply' | 'historyPendingPage' | 'historyForget', seen: (reply: unknown) => unknown): void => {
   const client = index.client as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
   const call = (client[script] as (...args: unknown[]) => Promise<unknown>).bind(index.client);
   client[script] = async (...args: unknown[]) => {
     const reply = await call(...args);
-    seen(reply);
+    // Awaited: what it looks at after the script is seen before the caller goes on.
+    await seen(reply);
     return reply;
   };
 };
@@ -405,13 +406,7 @@ const onScript = (index: Index, script: 'historyRead' | 'historyApply' | 'histor
       const index = await space.open();
       // What each forget script left: the deliveries still indexed, and whether it is still marked.
       const seen: Array<[number, boolean]> = [];
-      const client = index.client as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
-      const forget = (client['historyForget'] as (...args: unknown[]) => Promise<unknown>).bind(index.client);
-      client['historyForget'] = async (...args: unknown[]) => {
-        const left = await forget(...args);
-        seen.push([await count('s1'), (await forgetting()).includes('s1')]);
-        return left;
-      };
+      onScript(index, 'historyForget', async () => void seen.push([await count('s1'), (await forgetting()).includes('s1')]));
       // The apply that passes the marker drops a thousand, the forget scripts two thousand more.
       for (const record of history('s1', 3_000)) await index.apply(record);
       await index.apply(log.deleted('s1'));

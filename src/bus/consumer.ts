@@ -9,6 +9,9 @@
 // When kafkajs restarts the consumer after a crash (a lone broker that closes its connections on a
 // restart), it joins as a new member; the member it was is removed from the group on its behalf
 // (leave-group.ts), so the group hands out the partitions at once instead of after a session.
+// kafkajs stops a consumer for good, not restarting it, when no broker answered its FindCoordinator
+// (kafkajs#1630): its only broker shutting down while it looked for the coordinator was enough. That
+// cause is a broker away, not a fault that a restart repeats, so such a consumer is started again here.
 import type { Consumer, EachBatchPayload, Kafka } from 'kafkajs';
 import type { RecordedEvent } from '../log/event-log.js';
 import { succeedsWithin } from '../shared/within.js';
@@ -25,6 +28,16 @@ const STOP_WAIT_MS = 5_000;
  * events of at most this long over again, which `handle` takes like any repeat.
  */
 const COMMIT_EVERY_MS = 1_000;
+/** Before a consumer that kafkajs stopped for good is started again: kafkajs's own restart waits its initial retry time. */
+const START_AGAIN_MS = 300;
+/** Errors that kafkajs stops a consumer for good on, though what causes them passes (a broker away). */
+const PASSING = new Set(['KafkaJSGroupCoordinatorNotFound']);
+
+/** Whether `error` or one of its causes is one that passes. */
+const passes = (error: unknown): boolean => {
+  for (let cause = error, depth = 0; cause instanceof Error && depth < 8; cause = cause.cause, depth++) if (PASSING.has(cause.name)) return true;
+  return false;
+};
 
 export interface BusConsumerOptions {
   readonly kafka: Kafka;
@@ -60,7 +73,9 @@ export const createBusConsumer = (options: BusConsumerOptions): BusConsumer => {
   const onError = options.onError ?? ((error: unknown) => console.error('bus consumer:', error));
   let consumer: Consumer | null = null;
   const resumeTimers = new Set<NodeJS.Timeout>();
-  let removals = new AbortController();
+  /** Aborted by a stop: ends a removal of the member a consumer was, and starting a consumer again. */
+  let running = new AbortController();
+  const relaunches = new Set<NodeJS.Timeout>();
   let committer: NodeJS.Timeout | null = null;
   /**
    * Commits the offsets resolved since the last commit, through the consumer group of the last batch:
@@ -140,56 +155,79 @@ export const createBusConsumer = (options: BusConsumerOptions): BusConsumer => {
     resumeTimers.add(timer);
   };
 
+  /** Starts a kafkajs consumer of its own, as a new member; started again, unless `signal` aborted, if kafkajs stops it for a cause that passes. */
+  const launch = async (signal: AbortSignal): Promise<void> => {
+    const created = kafka.consumer({
+      groupId: options.group,
+      sessionTimeout,
+      // Well under the third of the session kafkajs asks for: 3 s at 30 s, kafkajs's own default.
+      heartbeatInterval: Math.floor(sessionTimeout / 10),
+      // Short fetch waits: a resumed partition and a stop are not held up by an idle long poll.
+      maxWaitTimeInMs: 1000,
+      retry: { retries: Number.MAX_SAFE_INTEGER, initialRetryTime: 300, maxRetryTime: 5000 },
+    });
+    consumer = created;
+    let member: string | null = null;
+    created.on(created.events.GROUP_JOIN, ({ payload }) => {
+      member = payload.memberId;
+      options.onJoined?.();
+    });
+    created.on(created.events.CRASH, ({ payload }) => {
+      if (consumer !== created) return;
+      // The group's generation is over: its resolved offsets cannot be committed any more.
+      commitResolved = null;
+      const startAgain = !payload.restart && passes(payload.error);
+      if (!payload.restart && !startAgain) {
+        const error = new Error(`kafkajs stopped the consumer of ${topic} in group ${options.group} for good: ${payload.error.message}`, { cause: payload.error });
+        onError(error);
+        options.onStopped?.(error);
+        return;
+      }
+      const how = startAgain ? `kafkajs stopped the consumer after: ${payload.error.message}; it starts again` : `kafkajs restarts the consumer after: ${payload.error.message}`;
+      if (startAgain) relaunch(signal);
+      if (member === null) return onError(new Error(how));
+      const memberId = member;
+      member = null;
+      onError(new Error(`${how}; the member it was (${memberId}) leaves the group`));
+      removeMember({ brokers: options.brokers, clientId: `${options.group}-leave`, groupId: options.group, memberId }, { signal }).catch((error: unknown) => {
+        if (!signal.aborted) onError(error);
+      });
+    });
+    await reaching(async () => {
+      await created.connect();
+      // A new group starts at the beginning: events relayed before the first dispatcher started count.
+      await created.subscribe({ topic, fromBeginning: true });
+    });
+    // Stopped meanwhile (a start again under way): the stop may have disconnected before the connect.
+    if (signal.aborted) return created.disconnect();
+    await created.run({
+      // Committed every COMMIT_EVERY_MS (start) instead of after every batch.
+      autoCommit: false,
+      eachBatchAutoResolve: false,
+      partitionsConsumedConcurrently: options.partitionsConsumedConcurrently ?? 4,
+      eachBatch,
+    });
+  };
+
+  /** Starts a consumer again after START_AGAIN_MS, and again after each start that fails (Kafka still away), until a stop. */
+  const relaunch = (signal: AbortSignal): void => {
+    const timer = setTimeout(() => {
+      relaunches.delete(timer);
+      launch(signal).catch((error: unknown) => {
+        if (signal.aborted) return;
+        onError(error);
+        relaunch(signal);
+      });
+    }, START_AGAIN_MS);
+    relaunches.add(timer);
+  };
+
   return {
     async start() {
-      const created = kafka.consumer({
-        groupId: options.group,
-        sessionTimeout,
-        // Well under the third of the session kafkajs asks for: 3 s at 30 s, kafkajs's own default.
-        heartbeatInterval: Math.floor(sessionTimeout / 10),
-        // Short fetch waits: a resumed partition and a stop are not held up by an idle long poll.
-        maxWaitTimeInMs: 1000,
-        retry: { retries: Number.MAX_SAFE_INTEGER, initialRetryTime: 300, maxRetryTime: 5000 },
-      });
-      consumer = created;
-      const { signal } = (removals = new AbortController());
-      let member: string | null = null;
-      created.on(created.events.GROUP_JOIN, ({ payload }) => {
-        member = payload.memberId;
-        options.onJoined?.();
-      });
-      created.on(created.events.CRASH, ({ payload }) => {
-        if (consumer !== created) return;
-        // The group's generation is over: its resolved offsets cannot be committed any more.
-        commitResolved = null;
-        if (!payload.restart) {
-          const error = new Error(`kafkajs stopped the consumer of ${topic} in group ${options.group} for good: ${payload.error.message}`, { cause: payload.error });
-          onError(error);
-          options.onStopped?.(error);
-          return;
-        }
-        if (member === null) return;
-        const memberId = member;
-        member = null;
-        onError(new Error(`kafkajs restarts the consumer after: ${payload.error.message}; the member it was (${memberId}) leaves the group`));
-        removeMember({ brokers: options.brokers, clientId: `${options.group}-leave`, groupId: options.group, memberId }, { signal }).catch((error: unknown) => {
-          if (!signal.aborted) onError(error);
-        });
-      });
-      await reaching(async () => {
-        await created.connect();
-        // A new group starts at the beginning: events relayed before the first dispatcher started count.
-        await created.subscribe({ topic, fromBeginning: true });
-      });
+      const { signal } = (running = new AbortController());
+      await launch(signal);
       committer = setInterval(() => void commit(), COMMIT_EVERY_MS);
       committer.unref();
-      await created.run({
-        // Committed by the timer above instead of after every batch.
-        autoCommit: false,
-        eachBatchAutoResolve: false,
-        partitionsConsumedConcurrently: options.partitionsConsumedConcurrently ?? 4,
-        eachBatch,
-      });
     },
     async stop() {
       if (committer !== null) clearInterval(committer);
@@ -199,7 +237,9 @@ export const createBusConsumer = (options: BusConsumerOptions): BusConsumer => {
       commitResolved = null;
       resumeTimers.forEach(clearTimeout);
       resumeTimers.clear();
-      removals.abort();
+      running.abort();
+      relaunches.forEach(clearTimeout);
+      relaunches.clear();
       const stopping = consumer;
       consumer = null;
       // While the broker is away kafkajs's disconnect waits out the client's retries (a dispatcher's

@@ -1,7 +1,8 @@
 // The dispatcher's consumer against the real Kafka of the test run (pending without KAFKA_BROKERS).
 // The handler here stands for the dispatcher's fan-out: the test controls when it finishes or fails.
 import { expect } from 'chai';
-import { Partitioners, type Admin, type Kafka, type Producer } from 'kafkajs';
+import { connect } from 'node:net';
+import { Kafka as KafkaClient, logLevel, Partitioners, type Admin, type ISocketFactory, type Kafka, type Producer } from 'kafkajs';
 import { createBusConsumer, type BusConsumer } from '../../src/bus/consumer.js';
 import { ensureTopic } from '../../src/bus/kafka.js';
 import { toMessage } from '../../src/bus/message.js';
@@ -161,5 +162,70 @@ describe('bus consumer (real Kafka)', function () {
     await eventually('5 events handled', () => handled.length === 5);
     await consumer.stop();
     expect(await committed()).to.equal(5);
+  });
+
+  /**
+   * A client whose connections break instead of sending the consumer's first `cuts` FindCoordinator
+   * requests: no broker tells it where its group is, and kafkajs stops the consumer for good
+   * (kafkajs#1630). A lone broker shutting down while it asks is enough, which is how a clean restart
+   * of the broker (relay-outage.int.spec.ts) sometimes left a dispatcher consuming nothing.
+   */
+  const cuttingFindCoordinator = (cuts: number) => {
+    const cut = { left: cuts, done: 0 };
+    const socketFactory: ISocketFactory = ({ host, port, onConnect }) => {
+      const socket = connect({ host, port }, onConnect);
+      const write = socket.write.bind(socket) as (chunk: unknown, ...rest: unknown[]) => boolean;
+      socket.write = ((chunk: unknown, ...rest: unknown[]) => {
+        // A request's frame: its size, then its api key (10: FindCoordinator).
+        if (cut.left > 0 && Buffer.isBuffer(chunk) && chunk.length >= 6 && chunk.readInt16BE(4) === 10) {
+          cut.left -= 1;
+          cut.done += 1;
+          socket.destroy(Object.assign(new Error('connect ECONNREFUSED (cut by the test)'), { code: 'ECONNREFUSED' }));
+          return false;
+        }
+        return write(chunk, ...rest);
+      }) as typeof socket.write;
+      return socket;
+    };
+    return { cut, kafka: new KafkaClient({ clientId: 'cut-test', brokers: brokersFromEnv() ?? [], logLevel: logLevel.NOTHING, socketFactory }) };
+  };
+
+  const startCutting = async (cuts: number, handled: Set<string>, stopped: Error[]) => {
+    const { cut, kafka: cutting } = cuttingFindCoordinator(cuts);
+    const consumer = createBusConsumer({ kafka: cutting, brokers: brokersFromEnv() ?? [], topic, group, handle: async (record) => void handled.add(record.id), onError: (e) => errors.push(e), onStopped: (e) => stopped.push(e) });
+    consumers.push(consumer);
+    await consumer.start();
+    return { cut, consumer };
+  };
+
+  it('starts again, as a new consumer, when kafkajs stops it for good because no broker told it where its group is', async () => {
+    const records = await events(3);
+    await produceEvents(records);
+    const [handled, stopped] = [new Set<string>(), [] as Error[]];
+    const { cut } = await startCutting(1, handled, stopped);
+    await eventually('the events handled by the consumer started again', () => records.every((r) => handled.has(r.id)), 30_000);
+    expect(cut.done, 'FindCoordinator requests cut').to.equal(1);
+    expect(stopped, 'stopped for good').to.deep.equal([]);
+    expect(errors.map(String).join('\n')).to.include('kafkajs stopped the consumer after: Failed to find group coordinator; it starts again');
+  });
+
+  it('is started again until it stops, and not after', async () => {
+    const [handled, stopped] = [new Set<string>(), [] as Error[]];
+    const { cut, consumer } = await startCutting(Number.POSITIVE_INFINITY, handled, stopped);
+    await eventually('three starts again', () => cut.done >= 4, 30_000);
+    await consumer.stop();
+    const atStop = cut.done;
+    // Longer than a start again waits, and than a start under way at the stop takes to reach its FindCoordinator.
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    expect(cut.done - atStop, 'FindCoordinator requests after the stop').to.be.at.most(1);
+    const admin = kafka.admin();
+    await admin.connect();
+    try {
+      const [described] = (await admin.describeGroups([group])).groups;
+      expect(described?.members ?? [], 'members after the stop').to.deep.equal([]);
+    } finally {
+      await admin.disconnect();
+    }
+    expect(stopped, 'stopped for good').to.deep.equal([]);
   });
 });

@@ -3,7 +3,8 @@
 // starts, crashes and restarts: a broker of scripts/kafka.sh on free ports (its `restart` is kill -9 of
 // the JVM and a new one on the same storage) and a private redis-server without persistence (it comes
 // back empty). Each crash takes one target in rotation: an API server, the relay, a dispatcher (one of
-// the two at random, kill -9 and a new process), Kafka or Redis. Clients spread their requests over the
+// the two at random, kill -9 and a new process), Kafka (kill -9 or a clean stop, at random: a clean stop
+// closes its clients' connections, which kafkajs takes differently) or Redis. Clients spread their requests over the
 // API servers that are up: `url` names the next one at each call.
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -50,10 +51,10 @@ const privateKafka = (port: number) => {
     brokers: `127.0.0.1:${port}`,
     start: () => kafkaSh('start'),
     stop: () => kafkaSh('stop'),
-    /** kill -9 of the JVM, and waits until it is gone (its storage stays). */
-    async crash() {
+    /** kill -9 of the JVM, or its clean stop (SIGTERM: it closes its connections), and waits until it is gone (its storage stays). */
+    async crash(signal: 'SIGKILL' | 'SIGTERM') {
       const pid = Number(readFileSync(`.cache/run/kafka-${port}/kafka.pid`, 'utf8'));
-      process.kill(pid, 'SIGKILL');
+      process.kill(pid, signal);
       while (alive(pid)) await sleep(20);
     },
     /** A new broker on the storage the killed one left. */
@@ -150,7 +151,8 @@ export const createClusterUnderTest = (dataDir: string, o: ClusterOptions): Serv
       } else if (target === 'dispatcher') await kill(dispatchers[slot] ?? null);
       else if (target === 'relay') await kill(relay);
       else if (target === 'redis') await redis?.stop();
-      else await kafka?.crash();
+      else await kafka?.crash(slot === 0 ? 'SIGKILL' : 'SIGTERM');
+      if (target === 'kafka') return slot === 0 ? 'kafka (kill -9)' : 'kafka (clean stop)';
       return target === 'api' || target === 'dispatcher' ? `${target} ${slot + 1}` : target;
     },
     async restart(write) {

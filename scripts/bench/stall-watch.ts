@@ -77,6 +77,20 @@ export const statCpu = (file: string): { name: string; cpuS: number } | null => 
   }
 };
 
+/** CPU seconds each labelled process has taken so far (one that ended or cannot be read: left out). */
+export const processesCpu = (pids: Readonly<Record<string, number>>): Record<string, number> =>
+  Object.fromEntries(Object.entries(pids).flatMap(([label, pid]) => {
+    const time = statCpu(`/proc/${pid}/stat`);
+    return time === null ? [] : [[label, time.cpuS]];
+  }));
+
+/** The host's CPU seconds so far, busy (everything but idle and I/O wait) and in all, over every core (/proc/stat). */
+export const hostCpu = (): { busyS: number; totalS: number } => {
+  const ticks = (readFileSync('/proc/stat', 'utf8').split('\n')[0] ?? '').split(/\s+/).slice(1, 9).map(Number);
+  const total = ticks.reduce((sum, n) => sum + n, 0);
+  return { busyS: (total - (ticks[3] ?? 0) - (ticks[4] ?? 0)) / TICKS_PER_S, totalS: total / TICKS_PER_S };
+};
+
 /** CPU seconds each thread of `pid` has taken so far, by thread id, with its name. */
 const threadTimes = (pid: number): Map<string, { name: string; cpuS: number }> => {
   let tids: string[];

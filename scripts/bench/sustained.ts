@@ -11,7 +11,10 @@
 // compiled build the bench makes first). Beside the receiver's figures, the engine's own
 // (its punctuality histograms at /admin/v1/metrics): commit → fan-out, fan-out → first attempt out,
 // and due → retry out, without the network and the receiver's event loop. And the writes the API held
-// for delivery (backpressure: README, WEBHOOK_BACKPRESSURE_LATE_MS) in the burst and in the run.
+// for delivery (backpressure: README, WEBHOOK_BACKPRESSURE_LATE_MS) in the burst and in the run, and
+// through the burst and its drain how busy the host's cores were and each process's CPU seconds (the
+// service's, Kafka's and Redis', the bench's and the receiver's): a burst on a host with no core to
+// spare shows it there.
 // With BENCH_ROLES=distributed the same traffic goes to the distributed roles on one host instead: an
 // API server, the relay and two dispatchers on one shared SQLite log, with Kafka and Redis the bench
 // starts on ports of its own; the start-up reported is then the API server's and a dispatcher's. The
@@ -30,9 +33,9 @@ import type { HeldWrites } from '../../src/http/middleware/write-hold.js';
 import { heldWritesIn } from '../../test/support/held-writes.js';
 import { buildCompiled, clusterEnv, createProcessGroup, type ProcessGroup, type RoleProcess } from '../../test/support/processes.js';
 import { send } from '../torture/http.js';
-import { engine as engineAt } from './engines.js';
+import { engine as engineAt, enginePid } from './engines.js';
 import { metricsText, punctual, scrapePunctuality, since, type Tally } from './engine-punctuality.js';
-import { watchStalls } from './stall-watch.js';
+import { hostCpu, processesCpu, watchStalls } from './stall-watch.js';
 import { startSustainedReceiver, type ReceiverFigures, type SustainedReceiver } from './sustained-receiver.js';
 
 const ADMIN = 'bench-admin';
@@ -202,6 +205,8 @@ interface Topology {
   readonly url: string;
   /** The process serving `url`. */
   apiPid(): number | undefined;
+  /** Every process serving the traffic (the service's, and the engines'), by label. */
+  pids(): Record<string, number>;
   /** The processes running a delivery engine, whose /admin/v1/metrics hold its punctuality. */
   engineUrls(): readonly string[];
   /**
@@ -234,12 +239,17 @@ const stopped = async (role: RoleProcess): Promise<void> => {
   await role.exited;
 };
 
+/** The labelled pids that are known. */
+const pidsOf = (pids: Record<string, number | undefined>): Record<string, number> =>
+  Object.fromEntries(Object.entries(pids).filter((entry): entry is [string, number] => entry[1] !== undefined));
+
 /** The embedded default: one process. */
 const embedded = async (group: ProcessGroup): Promise<Topology> => {
   let service = await group.start('service', {});
   return {
     url: service.url,
     apiPid: () => service.child.pid,
+    pids: () => pidsOf({ service: service.child.pid }),
     engineUrls: () => [service.url],
     async restart(compiled) {
       const again = await restartBothWays(group, service, 'service', {}, compiled);
@@ -264,12 +274,20 @@ const distributed = async (group: ProcessGroup): Promise<Topology> => {
     // Every role shares this host: the API server yields to the others, as docker-compose.yml has it.
     const apiEnv = { ...cluster, ROLE: 'api', API_THREAD_NICE: process.env['API_THREAD_NICE'] ?? '19' };
     const start = (name: string, role: string) => group.start(name, { ...cluster, ROLE: role });
-    await start('relay', 'relay');
+    const relay = await start('relay', 'relay');
     let dispatchers = await Promise.all([start('dispatcher-1', 'dispatcher'), start('dispatcher-2', 'dispatcher')]);
     let api = await group.start('api', apiEnv);
     return {
       url: api.url,
       apiPid: () => api.child.pid,
+      pids: () =>
+        pidsOf({
+          api: api.child.pid,
+          relay: relay.child.pid,
+          ...Object.fromEntries(dispatchers.map((d, i) => [`dispatcher ${i + 1}`, d.child.pid])),
+          kafka: enginePid('kafka', KAFKA_PORT),
+          redis: enginePid('redis', REDIS_PORT),
+        }),
       engineUrls: () => dispatchers.map((d) => d.url),
       async restart(compiled) {
         const apiAgain = await restartBothWays(group, api, 'api', apiEnv, compiled);
@@ -333,6 +351,9 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
     const engines = async () => scrapePunctuality(topology!.engineUrls(), ADMIN);
     const beforeBurst = await engines();
     const heldBeforeBurst = await heldWrites(url);
+    // Who took the host's CPU through the burst and its drain: a host with no core to spare shows it here.
+    const burstPids = { ...topology.pids(), bench: process.pid, ...(receiver.pid === undefined ? {} : { receiver: receiver.pid }) };
+    const [cpuBeforeBurst, hostBeforeBurst] = [processesCpu(burstPids), hostCpu()];
     const burstStartedMs = Date.now();
     const ceilingPerS = await ceiling(url, tenants);
     const burstStoppedMs = Date.now();
@@ -341,6 +362,7 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
     // The set-up's and the ceiling's deliveries arrive before the measured run starts. The ceiling is
     // also the burst at the maximum write rate: its deliveries' lag is reported on its own.
     const afterBurst = await drain(url, tenants, receiver, 0);
+    const [cpuAfterBurst, hostAfterBurst] = [processesCpu(burstPids), hostCpu()];
     const inBurst = afterBurst.firstAttempts.filter(([committed]) => committed >= burstStartedMs && committed < burstStoppedMs);
     const burst = quantiles(inBurst.map(([committed, arrived]) => arrived - committed));
     const burstSpanS = inBurst.length === 0 ? 1 : (Math.max(...inBurst.map(([, arrived]) => arrived)) - burstStartedMs) / 1000;
@@ -355,6 +377,13 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
     const connectionsBySecond = Array.from({ length: CEILING_SECONDS }, (_, i) => afterBurst.connectionsAt.filter((at) => secondOf(at) === i).length);
     const connectionsBefore = afterBurst.connectionsAt.filter((at) => at < burstStartedMs).length;
     console.error(`burst: receiver connections opened by second ${connectionsBySecond.join(', ')} (${connectionsBefore} accepted before it)`);
+    const burstCpu = Object.fromEntries(
+      Object.entries(cpuAfterBurst)
+        .map(([label, cpuS]) => [label, round(cpuS - (cpuBeforeBurst[label] ?? cpuS))] as const)
+        .sort((a, b) => b[1] - a[1]),
+    );
+    const hostBusyShare = Math.round((100 * (hostAfterBurst.busyS - hostBeforeBurst.busyS)) / (hostAfterBurst.totalS - hostBeforeBurst.totalS)) / 100;
+    console.error(`burst and its drain: the host's cores ${Math.round(hostBusyShare * 100)}% busy; CPU s by process ${cpuText(burstCpu)}`);
     const heldBeforeRun = await heldWrites(url);
     const burstHeld = heldSince(heldBeforeBurst, heldBeforeRun);
     console.error(`burst: ${burstHeld.requests} writes held for delivery (backpressure), ${burstHeld.seconds} s waited in all`);
@@ -450,6 +479,8 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
       burst_first_attempt_p50_ms: burst.p50,
       burst_first_attempt_p99_ms: burst.p99,
       burst_first_attempt_p99_by_second: burstBySecond.map((q) => q.p99).join(' '),
+      burst_host_busy_share: hostBusyShare,
+      burst_cpu_s_by_process: cpuField(burstCpu),
       burst_receiver_connections_by_second: connectionsBySecond.join(' '),
       burst_deliveries_per_s: Math.round(burst.n / burstSpanS),
       burst_retry_late_p99_ms: burstRetries.p99,

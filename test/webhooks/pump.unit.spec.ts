@@ -115,6 +115,40 @@ describe('webhook pump: takes', () => {
   });
 });
 
+describe('webhook pump: its timer', () => {
+  it("arms it from what its take saw next due, without asking the schedule again", async () => {
+    const schedule = createMemoryRetrySchedule();
+    let asked = 0;
+    const counted: RetrySchedule = {
+      ...schedule,
+      nextDueAt: async () => {
+        asked += 1;
+        return schedule.nextDueAt();
+      },
+    };
+    const started: string[] = [];
+    const clock = () => Date.now() * 1000;
+    const pump = createPump({
+      schedule: counted,
+      clock,
+      maxInFlight: 8,
+      maxInFlightPerSubscription: 8,
+      maxInFlightPerWorkspace: 8,
+      workspaceOf: () => 'w',
+      run: async (entry) => void started.push(entry.deliveryId),
+    });
+    try {
+      await schedule.put({ deliveryId: 'now', subscriptionId: 's', dueAt: clock(), round: 1 }, { deliveryId: 'soon', subscriptionId: 's', dueAt: clock() + 50_000, round: 1 });
+      pump.start();
+      await eventually('the attempt due 50 ms later, started by the timer', () => started.includes('soon'));
+      expect(started).to.deep.equal(['now', 'soon']);
+      expect(asked, 'nextDueAt asked').to.equal(0);
+    } finally {
+      await pump.stop();
+    }
+  });
+});
+
 describe('webhook pump: puts', () => {
   /** A pump over `schedule` whose attempts hang until released; counts the schedule's takes, and the most in flight per workspace at once. */
   const pumpOver = (schedule: RetrySchedule, limits: { perSubscription: number; perWorkspace: number }) => {

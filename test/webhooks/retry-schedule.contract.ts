@@ -203,6 +203,25 @@ export const retryScheduleContract = (name: string, factory: (() => Promise<Retr
       expect(await schedule.size()).to.equal(2);
     });
 
+    it("tells a take's look what nextDueAt answers once the take is done, whether it claims or not", async () => {
+      const { schedule } = fixture;
+      const now = 1_700_000_000_000_000;
+      /** The take's entries, what it told its look, and what nextDueAt answers right after. */
+      const take = async (room: (subscriptionId: string) => number) => {
+        const looks: (number | null)[] = [];
+        const taken = ids(await schedule.takeDue(now, 10, room, undefined, (at) => void looks.push(at)));
+        return { taken, looks, asked: await schedule.nextDueAt() };
+      };
+      expect(await take(unlimited), 'an empty schedule').to.deep.equal({ taken: [], looks: [null], asked: null });
+      await schedule.put({ deliveryId: 'due', subscriptionId: 'a', dueAt: now - 10, round: 1 }, { deliveryId: 'later', subscriptionId: 'b', dueAt: now + 50, round: 1 });
+      await schedule.put({ deliveryId: 'full', subscriptionId: 'c', dueAt: now - 5, round: 1 });
+      const noRoomForC = (subscriptionId: string) => (subscriptionId === 'c' ? 0 : 10);
+      // c's entry is left due for lack of room: the earliest (a shared schedule's claims end later).
+      expect(await take(noRoomForC), 'a take that claims').to.deep.equal({ taken: ['due'], looks: [now - 5], asked: now - 5 });
+      expect(await take(noRoomForC), 'a take that claims nothing').to.deep.equal({ taken: [], looks: [now - 5], asked: now - 5 });
+      expect(await take(unlimited), 'one left, not due yet').to.deep.equal({ taken: ['full'], looks: [now + 50], asked: now + 50 });
+    });
+
     it('asks room once per subscription in a take, so what it grants can be counted across subscriptions', async () => {
       const { schedule } = fixture;
       for (let i = 0; i < 9; i++) await schedule.put({ deliveryId: `d${i}`, subscriptionId: `s${i % 3}`, dueAt: i, round: 1 });

@@ -103,13 +103,18 @@ export const createPump = (options: PumpOptions): Pump => {
 
   const fill = async (): Promise<void> => {
     let lookedAt = clock();
+    /** What the last take saw next due, told with the take (a shared schedule's round trip saved); undefined: no take told it. */
+    let next: number | null | undefined;
     while (!stopped && running.size < maxInFlight) {
-      const { asked, taken } = await takeWith(async (limit) => (limit === 0 ? [] : schedule.takeDue((lookedAt = clock()), limit, room, workspaces)));
+      const { asked, taken } = await takeWith(async (limit) => {
+        next = undefined;
+        return limit === 0 ? [] : schedule.takeDue((lookedAt = clock()), limit, room, workspaces, (at) => void (next = at));
+      });
       // Fewer than asked: nothing else was due with room, and another take now would find the same
       // (a shared schedule's round trip for nothing). What is put meanwhile kicks a fill of its own.
       if (taken < asked) break;
     }
-    arm(await schedule.nextDueAt(), lookedAt);
+    arm(next === undefined ? await schedule.nextDueAt() : next, lookedAt);
   };
 
   /** The fill under way, if any: a stop waits for it, so that it never asks a schedule closed after the stop. */

@@ -60,9 +60,11 @@ export interface RetrySchedule {
    * then by their earliest due entry; within a subscription its retries before its first attempts,
    * each earliest first; at most `room(subscriptionId)` entries of each subscription, and of the
    * subscriptions of one pool (`pools`) together at most its room. `room` is asked at most once per
-   * subscription and take, so the caller may count what it grants.
+   * subscription and take, so the caller may count what it grants. `look`, when given, is told what
+   * nextDueAt() would answer once the take is done, in the take's own round trips where the schedule
+   * is shared (a fill that arms its timer from it saves one).
    */
-  takeDue(now: number, limit: number, room: (subscriptionId: string) => number, pools?: SharedRoom): Promise<DueAttempt[]>;
+  takeDue(now: number, limit: number, room: (subscriptionId: string) => number, pools?: SharedRoom, look?: (nextDueAt: number | null) => void): Promise<DueAttempt[]>;
   /**
    * put(), then a take (as takeDue) of the entries' subscriptions only, in one step: a fan-out's new
    * attempts are taken by the dispatcher that puts them without a take of its own (a shared

@@ -106,6 +106,7 @@ export const createMemoryRetrySchedule = (): RetrySchedule => {
   };
   const byRetry = laneIndex((lane) => liveTop(lane.retries));
   const byHead = laneIndex(head);
+  const nextDueAt = (): number | null => byHead.first()?.dueAt ?? null;
 
   const reindex = (subscriptionId: string, lane: Lane): void => {
     if (head(lane) === undefined) {
@@ -172,7 +173,7 @@ export const createMemoryRetrySchedule = (): RetrySchedule => {
       if (round !== undefined && (current.get(deliveryId)?.round ?? 0) > round) return;
       current.delete(deliveryId);
     },
-    takeDue: async (now, limit, room, pools) => {
+    takeDue: async (now, limit, room, pools, look) => {
       const taken: DueAttempt[] = [];
       const take = takeRoom(now, limit, room, pools, taken);
       const visited = new Set<string>();
@@ -192,9 +193,10 @@ export const createMemoryRetrySchedule = (): RetrySchedule => {
         const lane = lanes.get(subscriptionId);
         if (lane !== undefined) reindex(subscriptionId, lane);
       }
+      look?.(nextDueAt());
       return taken;
     },
-    nextDueAt: async () => byHead.first()?.dueAt ?? null,
+    nextDueAt: async () => nextDueAt(),
     size: async () => current.size,
   };
 };

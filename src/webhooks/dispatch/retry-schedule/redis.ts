@@ -36,6 +36,12 @@ end
 local function earliest(key)
   return redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')[2]
 end
+-- The earliest due lane or lease end, as stored ('' for none): what nextDueAt reads.
+local function nextDue()
+  local lane, lease = earliest(lanes), earliest(claimed)
+  if lane and lease then return tonumber(lease) < tonumber(lane) and lease or lane end
+  return lane or lease or ''
+end
 local function reindex(sub)
   local first, retry = earliest(lane(sub, false)), earliest(lane(sub, true))
   local head = (first and retry) and (tonumber(retry) < tonumber(first) and retry or first) or first or retry
@@ -64,7 +70,7 @@ local function putEntries(owner, from, to)
 end
 -- ARGV[from]: how many pools, then each pool's room, then subscriptionId, room, pool (its number, 0
 -- for none) triples. A pool is charged what its subscriptions take. Returns each id claimed, then its
--- entry as stored.
+-- entry as stored, and last the next due time after the claim (nextDue).
 local function claim(now, leaseEnd, limit, from)
   local out, left, pools, npools = {}, limit, {}, tonumber(ARGV[from])
   for p = 1, npools do pools[p] = tonumber(ARGV[from + p]) end
@@ -91,6 +97,7 @@ local function claim(now, leaseEnd, limit, from)
     end
     if took then reindex(sub) end
   end
+  out[#out + 1] = nextDue()
   return out
 end
 local function epoch(candidate)
@@ -151,7 +158,7 @@ for _, id in ipairs(redis.call('ZRANGEBYSCORE', claimed, '-inf', ARGV[2])) do
   end
 end
 return epoch(ARGV[3])`,
-  // ARGV: prefix, now, leaseEnd, limit, then the pools and subscriptions (claim above). Returns each id, then its entry as stored.
+  // ARGV: prefix, now, leaseEnd, limit, then the pools and subscriptions (claim above). Returns each id, then its entry as stored, then the next due time.
   retryClaim: `
 return claim(ARGV[2], ARGV[3], tonumber(ARGV[4]), 5)`,
 } as const;
@@ -288,8 +295,31 @@ export const createRedisRetrySchedule = (options: RedisRetryScheduleOptions): Sh
     for (const slice of slicesOf(entries)) await client.retryPut(...keys, lanePrefix, owner, ...fieldsOf(slice));
   };
 
-  /** A claim script's reply (each id, then its entry as stored) as the entries taken. */
-  const claimedOf = (flat: readonly string[]): DueAttempt[] => {
+  /** A due time as a script or a ZRANGE WITHSCORES gives it ('' or none: nothing scheduled). */
+  const dueOf = (score: string | undefined): number | null => (score === undefined || score === '' ? null : Number(score));
+
+  /** The earliest of the due times that ZRANGE ... 0 0 WITHSCORES replies (of the lanes, of the claims) hold. */
+  const earliestOf = (replies: readonly unknown[]): number | null => {
+    const times = replies.flatMap((reply) => dueOf((reply as string[])[1]) ?? []);
+    return times.length === 0 ? null : Math.min(...times);
+  };
+
+  /** The replies of a pipeline or a transaction, or the first error among them. */
+  const results = (replies: readonly [Error | null, unknown][]): unknown[] =>
+    replies.map(([error, reply]) => {
+      if (error) throw error;
+      return reply;
+    });
+
+  /** The two reads nextDueAt makes, for a pipeline or a transaction. */
+  const nextDueReads = (): [string, ...string[]][] => [
+    ['zrange', keys[1], '0', '0', 'WITHSCORES'],
+    ['zrange', keys[2], '0', '0', 'WITHSCORES'],
+  ];
+
+  /** A claim script's reply (each id, then its entry as stored, then the next due time) as the entries taken; tells `look` the next due time. */
+  const claimedOf = (flat: readonly string[], look?: (nextDueAt: number | null) => void): DueAttempt[] => {
+    look?.(dueOf(flat.length % 2 === 1 ? flat.at(-1) : undefined));
     const taken: DueAttempt[] = [];
     for (let i = 0; i + 1 < flat.length; i += 2) {
       const [dueAt, subscriptionId, round, entryKind, putBy] = (flat[i + 1] as string).split(' ');
@@ -343,36 +373,31 @@ export const createRedisRetrySchedule = (options: RedisRetryScheduleOptions): Sh
         removals.push({ fields: [deliveryId, round === undefined ? '' : String(round)], resolve, reject });
       });
     },
-    async takeDue(now, limit, room, pools) {
+    async takeDue(now, limit, room, pools, look) {
       sendRemovals();
       // One round trip (with the claim, two per take): claims whose lease ran out go back to their lanes,
       // then the due lanes are read. Each round trip waits for a turn of a loaded dispatcher's event
-      // loop (`npm run bench -- retry-take`: 4.5 ms a take against 8.6 ms for four round trips).
+      // loop (`npm run bench -- retry-take`: 4.5 ms a take against 8.6 ms for four round trips). With
+      // `look`, nextDueAt's reads go too, for a take that claims nothing (a claim tells it after itself).
       const replies = await client
-        .multi([['retryRelease', ...keys, lanePrefix, String(now), randomId()], duePage(retryLanes, now, 0), duePage(keys[1], now, 0)])
+        .multi([['retryRelease', ...keys, lanePrefix, String(now), randomId()], duePage(retryLanes, now, 0), duePage(keys[1], now, 0), ...(look === undefined ? [] : nextDueReads())])
         .exec();
       // Null only for a discarded transaction: without an epoch the store must not be taken as lost.
       if (replies === null) throw new Error('retry schedule: the take was discarded by Redis');
-      const [epoch, retryPage, lanePage] = replies.map(([error, reply]) => {
-        if (error) throw error;
-        return reply;
-      });
+      const [epoch, retryPage, lanePage, ...nextDue] = results(replies);
       compare(epoch);
       const offered = await grants(now, limit, room, [retryPage as string[], lanePage as string[]]);
-      if (offered.length === 0) return [];
-      return claimedOf((await client.retryClaim(...keys, lanePrefix, String(now), String(now + leaseUs), String(limit), ...claimArgs(offered, pools))) as string[]);
+      if (offered.length === 0) {
+        look?.(earliestOf(nextDue));
+        return [];
+      }
+      return claimedOf((await client.retryClaim(...keys, lanePrefix, String(now), String(now + leaseUs), String(limit), ...claimArgs(offered, pools))) as string[], look);
     },
     // A lease's end counts as a due time: a dispatcher must wake then to take over a dead one's claims.
     async nextDueAt() {
       sendRemovals();
       // One write for both (a pipeline, not a transaction: each is a look at a moving schedule anyway).
-      const replies = (await client.pipeline().zrange(keys[1], 0, 0, 'WITHSCORES').zrange(keys[2], 0, 0, 'WITHSCORES').exec()) ?? [];
-      const times = replies.flatMap(([error, reply]) => {
-        if (error) throw error;
-        const score = (reply as string[])[1];
-        return score === undefined ? [] : [Number(score)];
-      });
-      return times.length === 0 ? null : Math.min(...times);
+      return earliestOf(results((await client.pipeline(nextDueReads()).exec()) ?? []));
     },
     async size() {
       sendRemovals();

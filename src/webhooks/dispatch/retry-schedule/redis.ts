@@ -36,15 +36,18 @@ end
 local function earliest(key)
   return redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')[2]
 end
+-- The earlier of two scores as stored (either may be nil).
+local function earlier(a, b)
+  if a and b then return tonumber(b) < tonumber(a) and b or a end
+  return a or b
+end
 -- The earliest due lane or lease end, as stored ('' for none): what nextDueAt reads.
 local function nextDue()
-  local lane, lease = earliest(lanes), earliest(claimed)
-  if lane and lease then return tonumber(lease) < tonumber(lane) and lease or lane end
-  return lane or lease or ''
+  return earlier(earliest(lanes), earliest(claimed)) or ''
 end
 local function reindex(sub)
   local first, retry = earliest(lane(sub, false)), earliest(lane(sub, true))
-  local head = (first and retry) and (tonumber(retry) < tonumber(first) and retry or first) or first or retry
+  local head = earlier(first, retry)
   if head then redis.call('ZADD', lanes, head, sub) else redis.call('ZREM', lanes, sub) end
   if retry then redis.call('ZADD', retryLanes, retry, sub) else redis.call('ZREM', retryLanes, sub) end
 end

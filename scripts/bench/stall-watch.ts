@@ -216,10 +216,7 @@ export const watchStalls = (apiUrl: string, adminToken: string, apiPid?: number,
       last.set(key, time);
       before.set(key, time);
     };
-    for (const [label, pid] of Object.entries(processes)) {
-      const time = statCpu(`/proc/${pid}/stat`);
-      if (time !== null) seen(label, { name: label, cpuS: time.cpuS }, m.processesFirst, m.processesLast, lastProcesses);
-    }
+    for (const [label, cpuS] of Object.entries(processesCpu(processes))) seen(label, { name: label, cpuS }, m.processesFirst, m.processesLast, lastProcesses);
     if (apiPid === undefined) return;
     for (const [tid, time] of threadTimes(apiPid)) seen(tid, time, m.threadsFirst, m.threadsLast, lastThreads);
   };

@@ -176,6 +176,7 @@ export const startService = async (config: Config, options: ServiceOptions = {})
         engine === undefined ? undefined : { source: engine, clock },
         held?.figures,
         log.stats,
+        features.flatMap((f) => f.counts ?? []),
       ),
       ...(engine === undefined ? [] : [backlogRoutes(engine, clock)]),
       ...features.flatMap((f) => (f.routes === undefined ? [] : [f.routes])),

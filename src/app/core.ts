@@ -11,7 +11,7 @@ import type { Notifier } from '../updates/notifier.js';
 import type { EngineStatusSource } from '../webhooks/dispatch/backlog.js';
 import type { RouteModule } from '../http/app.js';
 import type { WriteHold } from '../http/middleware/write-hold.js';
-import type { WorkerHeap } from '../metrics/routes.js';
+import type { RunningCount, WorkerHeap } from '../metrics/routes.js';
 import type { CommandHandler } from './command-handler.js';
 import type { RequestScope } from './request-scope.js';
 import type { WorkspaceCommands } from './workspaces.js';
@@ -48,6 +48,8 @@ export interface Feature {
   readonly deliveryEngine?: EngineStatusSource;
   /** Worker threads the feature runs, for the metrics route's heap gauge. */
   readonly workers?: readonly WorkerHeap[];
+  /** Counts the feature keeps since the start, for the metrics route. */
+  readonly counts?: readonly RunningCount[];
   /** When writes are to wait for webhook delivery (its backpressure: src/webhooks/dispatch/backpressure.ts). */
   readonly writeHold?: WriteHold;
 }

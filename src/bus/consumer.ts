@@ -58,7 +58,12 @@ export interface BusConsumerOptions {
   readonly onJoined?: () => void;
   /** kafkajs stopped the consumer for good (an error it does not retry, such as a group whose members use other assignors): nothing is consumed until a restart. */
   readonly onStopped?: (error: Error) => void;
+  /** The consumer crashed, and what followed (for the dispatcher's metrics). */
+  readonly onCrash?: (outcome: CrashOutcome) => void;
 }
+
+/** What followed a crash of the kafkajs consumer: kafkajs restarted it, it is started again here, or it stopped for good. */
+export type CrashOutcome = 'restarted' | 'started_again' | 'stopped';
 
 export interface BusConsumer {
   start(): Promise<void>;
@@ -177,6 +182,7 @@ export const createBusConsumer = (options: BusConsumerOptions): BusConsumer => {
       // The group's generation is over: its resolved offsets cannot be committed any more.
       commitResolved = null;
       const startAgain = !payload.restart && passes(payload.error);
+      options.onCrash?.(payload.restart ? 'restarted' : startAgain ? 'started_again' : 'stopped');
       if (!payload.restart && !startAgain) {
         const error = new Error(`kafkajs stopped the consumer of ${topic} in group ${options.group} for good: ${payload.error.message}`, { cause: payload.error });
         onError(error);

@@ -27,6 +27,7 @@ import { createDispatcherThread } from '../webhooks/dispatch/thread.js';
 import { holdForDispatchers, pressApiServers } from '../webhooks/dispatch/backpressure-redis.js';
 import { createWebhooksFeature, type WebhookExtension } from '../webhooks/feature.js';
 import { createLogCheckpoint } from './checkpoint.js';
+import type { CrashOutcome } from './consumer.js';
 import { CONSUMER_RIDE_OUT_MS, createKafka } from './kafka.js';
 import { createRelay } from './relay.js';
 import { createKafkaSource } from './webhook-source.js';
@@ -60,6 +61,19 @@ const dispatcherFeatures = (core: Core): Feature[] => {
   // Once kafkajs has stopped the consumer for good, the dispatcher delivers nothing: /readyz says so.
   let stopped: Error | null = null;
   const consuming = failureCheck('kafka consumer', () => stopped);
+  const crashes: Record<CrashOutcome, number> = { restarted: 0, started_again: 0, stopped: 0 };
+  // A consumer that crashes again and again still answers /readyz: this counts it for an alert.
+  const crashCount: Feature = {
+    name: 'kafka consumer crashes',
+    counts: [
+      {
+        name: 'kafka_consumer_crashes_total',
+        help: 'Crashes of the Kafka consumer since the start, by what followed: kafkajs restarted it, the dispatcher started it again, or it stopped for good (nothing is consumed until a restart).',
+        label: 'outcome',
+        counts: () => crashes,
+      },
+    ],
+  };
   const bus = {
     kafka: createKafka(brokers, 'dispatcher', CONSUMER_RIDE_OUT_MS),
     brokers,
@@ -67,11 +81,12 @@ const dispatcherFeatures = (core: Core): Feature[] => {
     group: config.kafkaGroup,
     sessionTimeoutMs: config.kafkaSessionTimeoutMs,
     onStopped: (error: Error) => void (stopped = error),
+    onCrash: (outcome: CrashOutcome) => void crashes[outcome]++,
   };
   if (config.redisUrl === null) {
     console.warn('dispatcher without REDIS_URL: its retry schedule is its own, so run only one dispatcher (each would send every retry)');
     const delivery = webhooksWithDelivery(createKafkaSource(bus))(core);
-    return [delivery, healthFeature(core, delivery.deliveryEngine, [consuming])];
+    return [delivery, healthFeature(core, delivery.deliveryEngine, [consuming]), crashCount];
   }
   // A claim outlives one attempt (its send timeout, then recording), so only a dead dispatcher's claims expire.
   const shared = createRedisRetrySchedule({ url: config.redisUrl, leaseMs: 2 * config.webhooks.timeoutMs + CLAIM_LEASE_MARGIN_MS });
@@ -79,7 +94,7 @@ const dispatcherFeatures = (core: Core): Feature[] => {
   const leases = createRedisReplayLeases({ url: config.redisUrl, ttlMs: config.webhooks.replayLeaseMs });
   const deletions = createRedisDeletionListener({ url: config.redisUrl });
   const delivery = webhooksWithDelivery(createKafkaSource(bus, history), { shared, records: history.records, leases, deletions })(core);
-  return [history.feature, delivery, pressApiServers(core, config.redisUrl, delivery), healthFeature(core, delivery.deliveryEngine, [consuming])];
+  return [history.feature, delivery, pressApiServers(core, config.redisUrl, delivery), healthFeature(core, delivery.deliveryEngine, [consuming]), crashCount];
 };
 
 /** A DELETE answers once the dispatchers have stopped sending to the subscription (src/webhooks/dispatch/deletion-notices.ts). */

@@ -18,7 +18,7 @@ import type { LogTail, LogTailOptions } from '../webhooks/dispatch/log-tail.js';
 import { readDeliveryHistory, type DeliveryHistory } from '../webhooks/dispatch/restore.js';
 import { takeUpRetryRequests } from '../webhooks/dispatch/retry-requests.js';
 import { takeOverMeanwhile, type TakeOver } from '../webhooks/dispatch/take-over.js';
-import { createBusConsumer } from './consumer.js';
+import { createBusConsumer, type CrashOutcome } from './consumer.js';
 
 export interface KafkaSourceOptions {
   readonly kafka: Kafka;
@@ -28,6 +28,7 @@ export interface KafkaSourceOptions {
   readonly retryDelayMs?: number;
   readonly sessionTimeoutMs?: number;
   readonly onStopped?: (error: Error) => void;
+  readonly onCrash?: (outcome: CrashOutcome) => void;
 }
 
 /** Deactivations, and the manual retries API servers record in the delivery history (src/webhooks/dispatch/history.ts). */

@@ -3,7 +3,8 @@
 // test. The figures are the process's, so one registry serves every service the process runs. The
 // default heap figures are the main thread's isolate only: a service's worker threads add theirs.
 // Where the process runs a delivery engine, its backlog gauges and punctuality histograms too; where
-// its log is SQLite, the commits of the main thread's connection and the writes they carried.
+// its log is SQLite, the commits of the main thread's connection and the writes they carried; and the
+// counts the process's features keep (a dispatcher's Kafka consumer crashes, by what followed).
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
 import type { RouteModule } from '../http/app.js';
 import type { HeldWrites } from '../http/middleware/write-hold.js';
@@ -33,11 +34,21 @@ export interface WorkerHeap {
   usedBytes(): Promise<number | null>;
 }
 
+/** A count a feature keeps since the start, by kind: a Prometheus counter with a label for the kind. */
+export interface RunningCount {
+  readonly name: string;
+  readonly help: string;
+  readonly label: string;
+  /** The count of each kind so far, every kind listed (0 before its first), so that a series is there from the start. */
+  counts(): Readonly<Record<string, number>>;
+}
+
 export const metricsRoutes = (
   workers: readonly WorkerHeap[] = [],
   engine?: { readonly source: EngineStatusSource; readonly clock: MicrosClock },
   heldWrites?: () => HeldWrites,
   logCommits?: () => LogCommits,
+  counts: readonly RunningCount[] = [],
 ): RouteModule => {
   // The service's own registry: several services in one process (tests) each have their workers.
   const own = new Registry();
@@ -78,6 +89,18 @@ export const metricsRoutes = (
       logCommits,
       (c) => c.writes,
     );
+  }
+  for (const count of counts) {
+    new Counter({
+      name: count.name,
+      help: count.help,
+      labelNames: [count.label],
+      registers: [own],
+      collect() {
+        this.reset();
+        for (const [kind, n] of Object.entries(count.counts())) this.inc({ [count.label]: kind }, n);
+      },
+    });
   }
   // Set from the engine's status, asked once per scrape (a thread's answer to one ping); left out
   // while the engine does not answer.

@@ -3,7 +3,7 @@
 import { expect } from 'chai';
 import { connect } from 'node:net';
 import { Kafka as KafkaClient, logLevel, Partitioners, type Admin, type ISocketFactory, type Kafka, type Producer } from 'kafkajs';
-import { createBusConsumer, type BusConsumer } from '../../src/bus/consumer.js';
+import { createBusConsumer, type BusConsumer, type CrashOutcome } from '../../src/bus/consumer.js';
 import { ensureTopic } from '../../src/bus/kafka.js';
 import { toMessage } from '../../src/bus/message.js';
 import type { RecordedEvent } from '../../src/log/event-log.js';
@@ -192,32 +192,46 @@ describe('bus consumer (real Kafka)', function () {
 
   const startCutting = async (cuts: number, handled: Set<string>, stopped: Error[]) => {
     const { cut, kafka: cutting } = cuttingFindCoordinator(cuts);
-    const consumer = createBusConsumer({ kafka: cutting, brokers: brokersFromEnv() ?? [], topic, group, handle: async (record) => void handled.add(record.id), onError: (e) => errors.push(e), onStopped: (e) => stopped.push(e) });
+    const crashes: CrashOutcome[] = [];
+    const consumer = createBusConsumer({
+      kafka: cutting,
+      brokers: brokersFromEnv() ?? [],
+      topic,
+      group,
+      handle: async (record) => void handled.add(record.id),
+      onError: (e) => errors.push(e),
+      onStopped: (e) => stopped.push(e),
+      onCrash: (outcome) => crashes.push(outcome),
+    });
     consumers.push(consumer);
     await consumer.start();
-    return { cut, consumer };
+    return { cut, consumer, crashes };
   };
 
   it('starts again, as a new consumer, when kafkajs stops it for good because no broker told it where its group is', async () => {
     const records = await events(3);
     await produceEvents(records);
     const [handled, stopped] = [new Set<string>(), [] as Error[]];
-    const { cut } = await startCutting(1, handled, stopped);
+    const { cut, crashes } = await startCutting(1, handled, stopped);
     await eventually('the events handled by the consumer started again', () => records.every((r) => handled.has(r.id)), 30_000);
     expect(cut.done, 'FindCoordinator requests cut').to.equal(1);
     expect(stopped, 'stopped for good').to.deep.equal([]);
+    expect(crashes, 'crashes counted, by what followed').to.deep.equal(['started_again']);
     expect(errors.map(String).join('\n')).to.include('kafkajs stopped the consumer after: Failed to find group coordinator; it starts again');
   });
 
   it('is started again until it stops, and not after', async () => {
     const [handled, stopped] = [new Set<string>(), [] as Error[]];
-    const { cut, consumer } = await startCutting(Number.POSITIVE_INFINITY, handled, stopped);
+    const { cut, consumer, crashes } = await startCutting(Number.POSITIVE_INFINITY, handled, stopped);
     await eventually('three starts again', () => cut.done >= 4, 30_000);
     await consumer.stop();
     const atStop = cut.done;
+    const crashesAtStop = crashes.length;
     // Longer than a start again waits, and than a start under way at the stop takes to reach its FindCoordinator.
     await new Promise((resolve) => setTimeout(resolve, 2_000));
     expect(cut.done - atStop, 'FindCoordinator requests after the stop').to.be.at.most(1);
+    expect(crashesAtStop, 'crashes counted before the stop').to.be.at.least(3);
+    expect(new Set(crashes), 'what followed each').to.deep.equal(new Set(['started_again']));
     const admin = kafka.admin();
     await admin.connect();
     try {

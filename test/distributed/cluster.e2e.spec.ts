@@ -211,6 +211,8 @@ describe('distributed mode with real processes (e2e)', function () {
       const metrics = await fetch(`${survivor.url}/admin/v1/metrics`, { headers: { authorization: `Bearer ${ADMIN}` } }).then((r) => r.text());
       const retries = Number(/^webhook_attempt_start_delay_seconds_count\{attempt="retry"\} (\d+)$/m.exec(metrics)?.[1]);
       expect(retries).to.be.at.least(webhookIds.length);
+      // Its Kafka consumer's crashes counted, by what followed: none stopped it for good.
+      expect(metrics).to.match(/^kafka_consumer_crashes_total\{outcome="stopped"\} 0$/m);
       // Its /readyz tells the admin token the cluster's backlog (the Redis schedule's): soon nothing waits.
       await eventually('the backlog empty at /readyz', async () => {
         const ready = await fetch(`${survivor.url}/readyz`, { headers: { authorization: `Bearer ${ADMIN}` } }).then((r) => r.json());

@@ -38,9 +38,9 @@ const REMEMBER_OK_MS = 60_000;
 
 /**
  * Pairs of numbers in one growing Float64Array. A ten-minute run brings about two million first
- * attempts: as small arrays, and with every delivery id kept in a map, the receiver's heap grew to
- * hundreds of MB and its CPU for the same deliveries a minute with it (8.2 to 10.3 s a minute in one
- * run), taken from the cores the service has, in the run that is to show the service's lag not growing.
+ * attempts: kept as small arrays, with every delivery id in a map, they came to hundreds of MB of
+ * heap for the receiver to collect, on the cores the service has, in the run that is to show the
+ * service's lag not growing (RELIABILITY.md, "The bench's receiver through ten minutes").
  */
 const pairs = () => {
   let data = new Float64Array(1 << 17);

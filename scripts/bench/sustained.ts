@@ -354,8 +354,8 @@ export async function run(opts: { long: boolean }): Promise<Record<string, numbe
     if (roles === 'distributed') {
       console.error('building the service (npm run build): the distributed roles run from the build');
       build = await buildCompiled('bench-build-');
-    }
-    topology = await (build !== null ? distributed(group, build.main) : embedded(group));
+      topology = await distributed(group, build.main);
+    } else topology = await embedded(group);
     const { url } = topology;
     const tenants = await setUp(url, receiver.url, workspaces);
     const engines = async () => scrapePunctuality(topology!.engineUrls(), ADMIN);

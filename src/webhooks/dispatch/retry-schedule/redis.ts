@@ -73,7 +73,7 @@ local function putEntries(owner, from, to)
 end
 -- ARGV[from]: how many pools, then each pool's room, then subscriptionId, room, pool (its number, 0
 -- for none) triples. A pool is charged what its subscriptions take. Returns each id claimed, then its
--- entry as stored, and last the next due time after the claim (nextDue).
+-- entry as stored.
 local function claim(now, leaseEnd, limit, from)
   local out, left, pools, npools = {}, limit, {}, tonumber(ARGV[from])
   for p = 1, npools do pools[p] = tonumber(ARGV[from + p]) end
@@ -100,7 +100,6 @@ local function claim(now, leaseEnd, limit, from)
     end
     if took then reindex(sub) end
   end
-  out[#out + 1] = nextDue()
   return out
 end
 local function epoch(candidate)
@@ -116,7 +115,7 @@ const SCRIPTS = {
   retryPut: `
 putEntries(ARGV[2], 3, #ARGV)`,
   // ARGV: prefix, owner, now, leaseEnd, limit, how many entry fields follow, the entries (as retryPut's),
-  // then the pools and subscriptions as retryClaim's. Returns what retryClaim returns.
+  // then the pools and subscriptions as retryClaim's. Returns what claim returns (a fan-out's take arms no timer: no next due time).
   retryPutClaim: `
 local last = 6 + tonumber(ARGV[6])
 putEntries(ARGV[2], 7, last)
@@ -161,9 +160,11 @@ for _, id in ipairs(redis.call('ZRANGEBYSCORE', claimed, '-inf', ARGV[2])) do
   end
 end
 return epoch(ARGV[3])`,
-  // ARGV: prefix, now, leaseEnd, limit, then the pools and subscriptions (claim above). Returns each id, then its entry as stored, then the next due time.
+  // ARGV: prefix, now, leaseEnd, limit, then the pools and subscriptions (claim above). Returns each id, then its entry as stored, then the next due time after the claim (a fill arms its timer from it).
   retryClaim: `
-return claim(ARGV[2], ARGV[3], tonumber(ARGV[4]), 5)`,
+local out = claim(ARGV[2], ARGV[3], tonumber(ARGV[4]), 5)
+out[#out + 1] = nextDue()
+return out`,
 } as const;
 
 const kind = (entry: DueAttempt): 'r' | 'f' => (entry.retry === true ? 'r' : 'f');
